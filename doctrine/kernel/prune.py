@@ -1,0 +1,106 @@
+"""Prune: replace covered messages with block summaries (spec §2.3).
+
+Covered messages are removed (the first user message always stays), each active block's
+summary is emitted as a system message ``acp_summary_<blockId>`` at its anchor, then three
+orphan strips tidy tool pairs and reasoning runs.
+"""
+
+from __future__ import annotations
+
+from doctrine.kernel.messages import Message
+from doctrine.kernel.protection import COMPRESS_TOOL
+from doctrine.kernel.state import SUMMARY_ID_PREFIX, Block, CompressionState
+
+SUMMARY_HEADER = "[Compressed conversation section]"
+
+
+def summary_text(block: Block) -> str:
+    """The rendered body of a block's summary message."""
+    text = SUMMARY_HEADER
+    if block.topic:
+        text += " — " + block.topic
+    body = block.summary.strip()
+    if body:
+        text += "\n" + body
+    return text
+
+
+def is_summary_message(msg: Message) -> bool:
+    return msg.text.startswith(SUMMARY_HEADER)
+
+
+def summary_message(block: Block) -> Message:
+    return Message(id=SUMMARY_ID_PREFIX + block.block_id, role="system", content_type="text",
+                   text=summary_text(block))
+
+
+def first_user_index(messages: list[Message]) -> int | None:
+    for i, m in enumerate(messages):
+        if m.role == "user":
+            return i
+    return None
+
+
+def prune(messages: list[Message], state: CompressionState) -> list[Message]:
+    """The pruned view; the input list and messages are left untouched."""
+    active = [b for b in state.blocks if b.active]
+    covered: set[str] = set()
+    for b in active:
+        covered.update(b.effective_message_ids)
+    if not active or not covered:
+        return list(messages)
+
+    first_user = first_user_index(messages)
+    index_of: dict[str, int] = {}
+    for i, m in enumerate(messages):
+        index_of.setdefault(m.id, i)
+    emitted = {SUMMARY_ID_PREFIX + b.block_id for b in active}
+
+    # Anchor of each block: an existing summary message, else its earliest raw id, else 0.
+    anchors: dict[int, list[Block]] = {}
+    for b in active:
+        sid = SUMMARY_ID_PREFIX + b.block_id
+        i = index_of.get(sid)
+        if i is None or messages[i].role != "system" or messages[i].content_type != "text":
+            idxs = [index_of[mid] for mid in b.effective_message_ids if mid in index_of]
+            i = min(idxs) if idxs else 0
+        anchors.setdefault(i, []).append(b)
+
+    out: list[Message] = []
+    n = len(messages)
+    for i, m in enumerate(messages):
+        for b in anchors.get(i, ()):
+            out.append(summary_message(b))
+        if m.id in emitted:  # stale copy of a summary we re-emit
+            continue
+        if m.id in covered and i != first_user:
+            continue
+        out.append(m)
+    for i in sorted(k for k in anchors if k >= n):
+        for b in anchors[i]:
+            out.append(summary_message(b))
+    return strip_orphans(out)
+
+
+def strip_orphans(messages: list[Message]) -> list[Message]:
+    """The three orphan strips, in order (spec §2.3)."""
+    result_ids = {m.tool_call_id for m in messages if m.content_type == "tool-result"}
+    step1 = [
+        m for m in messages
+        if not (m.content_type == "tool-call" and m.tool_name != COMPRESS_TOOL
+                and m.tool_call_id not in result_ids)
+    ]
+    call_ids = {m.tool_call_id for m in step1 if m.content_type == "tool-call"}
+    step2 = [m for m in step1 if not (m.content_type == "tool-result" and m.tool_call_id not in call_ids)]
+    out: list[Message] = []
+    run: list[Message] = []
+    for m in step2:
+        if m.content_type == "reasoning":
+            run.append(m)
+            continue
+        if run:
+            if m.role == "assistant" and m.content_type in ("text", "tool-call"):
+                out.extend(run)
+            run = []
+        out.append(m)
+    return out  # a trailing reasoning run has no follower and is dropped

