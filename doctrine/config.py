@@ -47,6 +47,8 @@ class ConfigError(ValueError):
 # so that this table can name schemas of packages that import torch without importing it.
 SCHEMAS: dict[str, str] = {
     "pipeline": "doctrine.pipeline_config:PipelineConfig",
+    "train": "train.recipe:TrainRecipe",
+    "accelerate": "train.accelerate_schema:AccelerateConfig",
 }
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 
 from doctrine.spec import Doctrine, DoctrineError
 from doctrine.tools import TOOL_NAMES, TOOL_SECTIONS, tool_schemas
@@ -95,9 +96,12 @@ def format_tokens(n: int) -> str:
     n = int(n)
     if n < 1000:
         return str(n)
+    # JavaScript's toFixed / Math.round semantics (exact binary value, ties away from zero),
+    # so the figures match what the kernel prints: 1250 -> 1.3K, 10500 -> 11K.
+    exact = Decimal(n / 1000)
     if n < 10000:
-        return f"{n / 1000:.1f}K"
-    return f"{round(n / 1000)}K"
+        return f"{exact.quantize(Decimal('0.1'), rounding=ROUND_HALF_UP)}K"
+    return f"{exact.quantize(Decimal('1'), rounding=ROUND_HALF_UP)}K"
 
 
 def _ref_number(ref: str) -> int | None:
@@ -216,6 +220,11 @@ def _check_mode(mode: str) -> None:
         raise DoctrineError(f"unknown prompt mode {mode!r}; expected one of {list(MODES)}")
 
 
+def _text(doctrine: Doctrine, name: str, mode: str) -> str:
+    """A section's text in ``mode``; a section the version does not define renders as nothing."""
+    return doctrine.text(name, mode) if name in doctrine.sections else ""
+
+
 def _join(parts: list[str]) -> str:
     """Blank-line join that drops empty parts, so an emptied section leaves no trace."""
     return "\n\n".join(p for p in parts if p)
@@ -224,16 +233,16 @@ def _join(parts: list[str]) -> str:
 def _tools_section(doctrine: Doctrine, mode: str) -> str:
     lines = []
     for name in TOOL_NAMES:
-        desc = doctrine.text(TOOL_SECTIONS[name], mode)
+        desc = _text(doctrine, TOOL_SECTIONS[name], mode)
         lines.append(f"- {name}: {desc}" if desc else f"- {name}")
-    header = doctrine.text("tools", mode)
+    header = _text(doctrine, "tools", mode)
     return "\n".join(([header] if header else []) + lines)
 
 
 def render_system_prompt(doctrine: Doctrine, mode: str = "doctrine", base_prompt: str = "") -> str:
     """The system prompt: the host's ``base_prompt`` (if any), a ``---`` rule, then the skeleton."""
     _check_mode(mode)
-    parts = [_tools_section(doctrine, mode) if s == "@tools" else doctrine.text(s, mode) for s in SYSTEM_SECTIONS]
+    parts = [_tools_section(doctrine, mode) if s == "@tools" else _text(doctrine, s, mode) for s in SYSTEM_SECTIONS]
     body = _join(parts)
     return f"{base_prompt.rstrip()}\n\n---\n\n{body}" if base_prompt.strip() else body
 
@@ -266,7 +275,7 @@ def render_nudge(view: NudgeView, doctrine: Doctrine, mode: str = "doctrine", nu
     _check_view(view)
     if nudge_style == "none":
         return None
-    t = lambda name: doctrine.text(name, mode)  # noqa: E731
+    t = lambda name: _text(doctrine, name, mode)  # noqa: E731
     header = t("nudge-emergency") if view.voice == "emergency" else t("nudge-gentle")
     breakdown = format_breakdown(view.breakdown, view.growth)
     if view.tier in (2, 3):

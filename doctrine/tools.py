@@ -119,7 +119,7 @@ def tool_schemas(doctrine: Doctrine, mode: str = "doctrine", host: str = "proxy"
                 "type": "function",
                 "function": {
                     "name": name,
-                    "description": doctrine.text(TOOL_SECTIONS[name], mode),
+                    "description": doctrine.text(TOOL_SECTIONS[name], mode) if TOOL_SECTIONS[name] in doctrine.sections else name,
                     "parameters": copy.deepcopy(params[name]),
                 },
             }

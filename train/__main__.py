@@ -1,5 +1,8 @@
-"""``python -m train``: model resolution tools (and, with the train issue, training).
+"""``python -m train``: LoRA SFT runs, adapter export and model tools.
 
+    python -m train configs/train/demo.yaml --out runs/demo [KEY=VALUE ...] [--resume]
+    accelerate launch --config_file configs/accelerate/cpu.yaml -m train configs/train/demo.yaml --out runs/demo
+    python -m train export runs/demo [--merge]
     python -m train model-info embedded:smollm2-135m-instruct
     python -m train model-info HuggingFaceTB/SmolLM2-135M-Instruct@<rev> --json
     python -m train tiny-model /tmp/tiny
@@ -67,7 +70,52 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+SUBCOMMANDS = ("model-info", "tiny-model", "export")
+
+
+def _train_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m train RECIPE.yaml", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("recipe", help="a configs/train/*.yaml recipe")
+    p.add_argument("overrides", nargs="*", help="dotted KEY=VALUE overrides, e.g. trainer.max_steps=5")
+    p.add_argument("--out", help="run folder (runs/<name>); outputs go to <out>/train")
+    p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    p.add_argument("--print-config", action="store_true", help="print the resolved recipe and exit")
+    return p
+
+
+def _cmd_train(argv: list[str]) -> int:
+    from doctrine.config import ConfigError, config_to_yaml, load_config
+
+    from .recipe import TrainRecipe
+
+    args = _train_parser().parse_args(argv)
+    try:
+        recipe = load_config(args.recipe, TrainRecipe, args.overrides)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        print(config_to_yaml(recipe), end="")
+        return 0
+    if not args.out:
+        print("error: --out runs/<name> is required", file=sys.stderr)
+        return 2
+    from .data import DataError
+    from .sft import run_training
+
+    try:
+        run_training(recipe, args.out, resume=args.resume)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
+        return _cmd_train(argv)
     args = build_parser().parse_args(argv)
     return args.func(args)
 

@@ -9,6 +9,9 @@ A *model spec* is one string, used the same way in every recipe and CLI:
 - ``HuggingFaceTB/SmolLM2-135M-Instruct@<revision>`` (or ``hub:<id>[@rev]``): a hub model,
   fetched with ``huggingface_hub.snapshot_download`` at a pinned revision. With
   ``HF_HUB_OFFLINE=1`` only the local HF cache is used.
+- ``tiny:smollm2-135m-instruct``: a tiny, seeded, randomly initialised model of the same
+  architecture with the same tokenizer (``train/tiny.py``), built once into the cache; the
+  smoke recipe and the tests train it in seconds.
 - a path to a local folder in the transformers layout (``./models/x``, ``/abs/dir``).
 
 The cache lives in ``$DTW_CACHE_DIR`` (default: the user cache dir of
@@ -110,6 +113,11 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
                 f"unknown embedded model {name!r}; embedded models: {', '.join(EMBEDDED_MODELS)}"
             )
         return "embedded", name, None
+    if spec.startswith("tiny:"):
+        name = spec.split(":", 1)[1]
+        if name not in EMBEDDED_MODELS:
+            raise ModelSpecError(f"tiny models exist for the embedded models only: {', '.join(EMBEDDED_MODELS)}")
+        return "tiny", name, None
     if spec.startswith(("local:", "/", "./", "../", "~")) or Path(spec).expanduser().is_dir():
         return "local", spec.removeprefix("local:"), None
     body = spec.removeprefix("hub:")
@@ -229,6 +237,21 @@ def _resolve_embedded(name: str) -> ResolvedModel:
     )
 
 
+def _resolve_tiny(name: str) -> ResolvedModel:
+    from .tiny import build_tiny_model
+
+    out = cache_dir() / "models" / f"tiny-{name}"
+    if not (out / "dtw_tiny.json").is_file():
+        with _file_lock(out.parent / f".tiny-{name}.lock"):
+            if not (out / "dtw_tiny.json").is_file():
+                tmp = out.parent / f".tmp-{out.name}-{os.getpid()}"
+                shutil.rmtree(tmp, ignore_errors=True)
+                build_tiny_model(tmp, tokenizer_spec=f"embedded:{name}")
+                shutil.rmtree(out, ignore_errors=True)
+                os.replace(tmp, out)
+    return ResolvedModel(spec=f"tiny:{name}", kind="tiny", path=out, model_id=f"tiny-{name}")
+
+
 # --------------------------------------------------------------------------- hub / local
 
 # Files a causal LM needs; never pickled weights.
@@ -265,6 +288,8 @@ def resolve_model(spec: str) -> ResolvedModel:
     kind, name, rev = parse_spec(spec)
     if kind == "embedded":
         return _resolve_embedded(name)
+    if kind == "tiny":
+        return _resolve_tiny(name)
     if kind == "local":
         return _resolve_local(name)
     return _resolve_hub(name, rev)

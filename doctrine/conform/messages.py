@@ -42,7 +42,11 @@ _KINDS = {"text", "tool-call", "tool-result", "reasoning"}
 
 
 class MessageFormatError(ValueError):
-    """A source message that cannot be read (the message says which and why)."""
+    """A source message that cannot be read; ``index`` is its position in the input list."""
+
+    def __init__(self, message: str, index: int | None = None):
+        super().__init__(message)
+        self.index = index
 
 
 @dataclass
@@ -100,7 +104,7 @@ def _content_text(content: Any, where: str) -> str:
                 parts.append(part["text"])
             # Images and other non-text parts carry nothing the checker can compare.
         return "\n".join(parts)
-    raise MessageFormatError(f"{where}: content must be a string or a list of parts")
+    raise MessageFormatError(f"{where}: content must be a string or a list of parts", int(where.split()[-1]))
 
 
 def _parse_arguments(raw: Any) -> dict[str, Any]:
@@ -156,14 +160,14 @@ def normalise_messages(messages: Any) -> list[SourceMessage]:
     for i, msg in enumerate(messages):
         where = f"message {i}"
         if not isinstance(msg, dict):
-            raise MessageFormatError(f"{where}: expected an object, got {type(msg).__name__}")
+            raise MessageFormatError(f"{where}: expected an object, got {type(msg).__name__}", i)
         role = msg.get("role")
         if not isinstance(role, str) or not role:
-            raise MessageFormatError(f"{where}: missing or non-string 'role'")
+            raise MessageFormatError(f"{where}: missing or non-string 'role'", i)
         if _is_flat(msg):
             kind = msg.get("content_type", msg.get("contentType", "text"))
             if kind not in _KINDS:
-                raise MessageFormatError(f"{where}: unknown content_type {kind!r}")
+                raise MessageFormatError(f"{where}: unknown content_type {kind!r}", i)
             text, refs = strip_acp_tags(_content_text(msg.get("text"), where))
             raw_id, ref, block = _ident(msg, refs)
             tool_name = msg.get("tool_name", msg.get("toolName"))
@@ -194,13 +198,13 @@ def normalise_messages(messages: Any) -> list[SourceMessage]:
             add(role=role, kind="text", text=text, id=raw_id, ref=ref, block_id=block)
         calls = msg.get("tool_calls") or []
         if not isinstance(calls, list):
-            raise MessageFormatError(f"{where}: tool_calls must be a list")
+            raise MessageFormatError(f"{where}: tool_calls must be a list", i)
         for j, call in enumerate(calls):
             if not isinstance(call, dict):
-                raise MessageFormatError(f"{where}: tool_calls[{j}] must be an object")
+                raise MessageFormatError(f"{where}: tool_calls[{j}] must be an object", i)
             fn = call.get("function") or {}
             if not isinstance(fn, dict):
-                raise MessageFormatError(f"{where}: tool_calls[{j}].function must be an object")
+                raise MessageFormatError(f"{where}: tool_calls[{j}].function must be an object", i)
             name = fn.get("name")
             raw_args = fn.get("arguments", "")
             args_text = raw_args if isinstance(raw_args, str) else json.dumps(raw_args)

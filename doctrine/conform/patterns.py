@@ -75,8 +75,10 @@ _MD_ESCAPE = re.compile(r"\\([_*`\[\]#<>])")
 
 
 def norm(text: str) -> str:
-    """Whitespace-normalise: straight quotes, markdown escapes undone, runs of space -> one."""
-    text = _MD_ESCAPE.sub(r"\1", text.translate(_QUOTES))
+    """Whitespace-normalise: straight quotes, markdown escapes and backticks removed, runs
+    of whitespace -> one space. Backticks are markdown formatting in a summary, so they are
+    ignored on both sides."""
+    text = _MD_ESCAPE.sub(r"\1", text.translate(_QUOTES)).replace("`", "")
     return _WS.sub(" ", text).strip()
 
 

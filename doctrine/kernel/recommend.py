@@ -164,11 +164,14 @@ def merge_to_threshold(groups: list[Range], min_chars: int) -> list[Range]:
                          sum(g.tokens for g in batch), sum(g.chars for g in batch),
                          tool, 100 - tool, any(g.dangerous for g in batch)))
 
+    acc = 0
     for g in groups:
         batch.append(g)
-        if sum(x.chars for x in batch) >= min_chars:
+        acc += g.chars
+        if acc >= min_chars:
             flush()
             batch = []
+            acc = 0
     if batch:
         flush()
     return out

@@ -1,0 +1,194 @@
+"""check_summary: score one summary against the source range it replaces."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .drop import DropViolation, find_drop_violations
+from .extract import extract_keep_items
+from .extract import source_messages as _source_messages
+from .items import CLASSES, KeepItem
+from .match import Summary, item_kept
+from .settings import settings_for
+
+__all__ = ["ClassResult", "ConformanceReport", "check_summary"]
+
+# A tier-2/3 source header: "Source: b3+b4 (12K→1.1K tok, 11x). [topic]"; bullets,
+# bold and backticks around it are tolerated.
+_SOURCE_HEADER = re.compile(r"^[\s>*_`#-]*Source:?[*_`]*\s*(?P<ids>b\d+(?:\s*\+\s*b\d+)*)", re.M | re.I)
+
+
+@dataclass
+class ClassResult:
+    """Recall of one KEEP class. ``recall`` is salience-weighted (kept / found salience)."""
+
+    found: int
+    kept: int
+    recall: float
+    missed: list[str] = field(default_factory=list)
+    min_recall: float = 0.0
+    weight: float = 0.0
+
+
+@dataclass
+class ConformanceReport:
+    """The result of :func:`check_summary`; ``to_dict()`` gives the JSON the CLI prints."""
+
+    score: float
+    passed: bool
+    classes: dict[str, ClassResult]
+    drop_violations: list[DropViolation]
+    limits: dict[str, Any]
+    compression_ratio: float | None
+    reasons: list[str]
+    tier: int = 1
+    doctrine_version: str = ""
+    drop_share: float = 0.0
+    source_tokens: int = 0
+    summary_tokens: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["classes"] = {k: asdict(v) for k, v in self.classes.items()}
+        d["drop_violations"] = [v.to_dict() for v in self.drop_violations]
+        return d
+
+
+def _counter(count_tokens: Callable[[str], int] | None) -> Callable[[str], int]:
+    if count_tokens is not None:
+        return count_tokens
+    from doctrine.kernel.tokens import default_count_tokens
+
+    return default_count_tokens
+
+
+def _check_limits(summary: str, tier: int, n_sources: int, block_ids: list[str], tokens: int,
+                  limits: dict[str, Any], reasons: list[str]) -> dict[str, Any]:
+    chars = len(summary.strip())
+    out: dict[str, Any] = {"chars": chars, "tokens": tokens, "violations": []}
+    lo, hi = limits["min_summary_chars"], limits["max_summary_chars"]
+    out["min_chars"], out["max_chars"] = lo, hi
+    if chars < lo:
+        out["violations"].append("too_short")
+        reasons.append(f"summary has {chars} chars, under the doctrine minimum of {lo}")
+    if chars > hi:
+        out["violations"].append("too_long")
+        reasons.append(f"summary has {chars} chars, over the doctrine maximum of {hi}")
+    if tier == 1:
+        out["max_tokens"] = limits["tier1_max_tokens"]
+        if tokens > limits["tier1_max_tokens"]:
+            out["violations"].append("over_token_limit")
+            reasons.append(f"tier-1 summary has {tokens} tokens, over {limits['tier1_max_tokens']}")
+        return out
+    target = limits["tier_targets"][str(tier)]
+    k = max(1, n_sources)
+    t_lo, t_hi = k * target["min_tokens_per_source"], k * target["max_tokens_per_source"]
+    out.update(sources=n_sources, min_tokens=t_lo, max_tokens=t_hi)
+    if tokens < t_lo or tokens > t_hi:
+        out["violations"].append("off_tier_target")
+        reasons.append(f"tier-{tier} summary of {k} source block(s) has {tokens} tokens, outside {t_lo}-{t_hi}")
+    if block_ids:
+        cited: list[str] = []
+        for m in _SOURCE_HEADER.finditer(summary):
+            cited += [f"b{int(x[1:])}" for x in re.findall(r"b\d+", m.group("ids"))]
+        missing = [b for b in block_ids if b not in cited]
+        unknown = sorted(set(cited) - set(block_ids))
+        out.update(source_headers=len(set(cited)), missing_headers=missing, unknown_headers=unknown)
+        if missing:
+            out["violations"].append("missing_source_headers")
+            reasons.append(f"no 'Source: bN' header line for source block(s) {', '.join(missing)}")
+        if unknown:
+            out["violations"].append("unknown_source_headers")
+            reasons.append(f"'Source:' headers cite block(s) not in the source: {', '.join(unknown)}")
+    else:
+        reasons.append(f"tier-{tier} source has no block ids (bN); Source headers not checked")
+    return out
+
+
+def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine: Any = None,
+                  count_tokens: Callable[[str], int] | None = None) -> ConformanceReport:
+    """Score ``summary`` against the source range it replaces, under ``doctrine`` (default v1).
+
+    Deterministic: the same inputs give the same report. ``score`` is the weighted mean of
+    the per-class recalls (classes with no candidate in the source are skipped), times a
+    DROP factor ``max(0, 1 - penalty * share)`` and ``limit_violation_factor`` per limit
+    broken. ``passed`` needs the tier's pass score, every class at its minimum recall
+    (scaled by the tier's ``min_recall_factor``), no limit broken and a DROP share within
+    ``drop.max_share``. ``reasons`` says in words why it did not pass (and any warning).
+    """
+    if not isinstance(summary, str):
+        raise TypeError("summary must be a string")
+    if tier not in (1, 2, 3):
+        raise ValueError(f"tier must be 1, 2 or 3, got {tier!r}")
+    settings = settings_for(doctrine)
+    version = getattr(doctrine, "version", "v1") if doctrine is not None else "v1"
+    tier_cfg = settings.tier(tier)
+    count = _counter(count_tokens)
+    msgs = _source_messages(source_messages)
+    items = extract_keep_items(msgs, settings=settings)
+    prepared = Summary(summary)
+    reasons: list[str] = []
+
+    classes: dict[str, ClassResult] = {}
+    kept_items: list[KeepItem] = []
+    num = den = 0.0
+    below: list[str] = []
+    mw = settings.matching
+    for name in CLASSES:
+        cs = settings.classes[name]
+        found = items.get(name, [])
+        kept = [it for it in found if item_kept(it, prepared, decision_window=mw["decision_window_chars"],
+                                                counts_window=mw["counts_window_chars"])]
+        kept_items += kept
+        total = sum(it.salience for it in found)
+        recall = round(sum(it.salience for it in kept) / total, 4) if total else 1.0
+        need = round(cs.min_recall * tier_cfg["min_recall_factor"], 4)
+        missed = [it.text for it in found if it not in kept]
+        classes[name] = ClassResult(len(found), len(kept), recall, missed, need, cs.weight)
+        if found:
+            num += cs.weight * recall
+            den += cs.weight
+            if recall < need:
+                below.append(name)
+                reasons.append(f"{name}: recall {recall:.2f} under the minimum {need:.2f} "
+                               f"(kept {len(kept)} of {len(found)})")
+    recall_score = num / den if den else 1.0
+
+    d = settings.drop
+    outputs = [(m.key, m.text) for m in msgs if m.kind == "tool-result"]
+    violations, share = find_drop_violations(
+        summary, outputs, [it.text for it in kept_items],
+        min_run_chars=int(d["min_run_chars"]), min_run_lines=int(d["min_run_lines"]),
+        kgram=int(d["kgram_chars"]), repeat_min=int(d["repeat_min"]), report_chars=int(d["report_chars"]))
+    if violations:
+        reasons.append(f"DROP: {len(violations)} span(s) of copied output or repeated lines, "
+                       f"{share:.0%} of the summary")
+    if share > d["max_share"]:
+        reasons.append(f"DROP share {share:.0%} over the maximum {d['max_share']:.0%}")
+
+    source_tokens = sum(count(m.text) for m in msgs)
+    summary_tokens = count(summary)
+    block_ids = list(dict.fromkeys(m.block_id for m in msgs if m.block_id))
+    n_sources = len(block_ids) if block_ids else len(msgs)
+    limits = _check_limits(summary, tier, n_sources, block_ids, summary_tokens, settings.limits, reasons)
+    ratio = round(source_tokens / summary_tokens, 3) if summary_tokens else None
+    limits["min_compression_ratio"] = settings.ratio["min"]
+    if (source_tokens >= settings.ratio["min_source_tokens"] and ratio is not None
+            and ratio < settings.ratio["min"]):
+        limits["violations"].append("low_compression_ratio")
+        reasons.append(f"compression ratio {ratio:.2f} under the minimum {settings.ratio['min']}")
+
+    drop_factor = max(0.0, 1.0 - d["penalty"] * share)
+    limit_factor = settings.limit_violation_factor ** len(limits["violations"])
+    score = round(recall_score * drop_factor * limit_factor, 4)
+    if score < tier_cfg["pass_score"]:
+        reasons.append(f"score {score:.2f} under the tier-{tier} pass score {tier_cfg['pass_score']:.2f}")
+    passed = (score >= tier_cfg["pass_score"] and not below and not limits["violations"]
+              and share <= d["max_share"])
+    return ConformanceReport(
+        score=score, passed=passed, classes=classes, drop_violations=violations, limits=limits,
+        compression_ratio=ratio, reasons=reasons, tier=tier, doctrine_version=version,
+        drop_share=share, source_tokens=source_tokens, summary_tokens=summary_tokens)

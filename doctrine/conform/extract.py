@@ -1,0 +1,119 @@
+"""Walk a source range and collect its KEEP candidates (see the package docstring)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .code import scan_diff, scan_edit, scan_edit_result, scan_values, scan_view
+from .items import Collector, KeepItem
+from .messages import SourceMessage, normalise_messages
+from .outputs import S_COUNTS, S_FINAL_COUNTS, scan_tool_output
+from .patterns import find_path_lines
+from .prose import S_QUESTION, scan_assistant_prose, scan_user_text, unanswered
+from .settings import ConformanceSettings, settings_for
+
+__all__ = ["extract_keep_items", "source_messages"]
+
+S_PROSE_PATH = 0.7  # a path:line the user or the agent wrote in prose
+S_COMMAND_VALUE = 0.45  # values in a shell command (pip install x==1.2.3, FOO=1 pytest)
+S_PROSE_VALUE = 0.6  # values written in prose
+S_OUTPUT_VALUE = 0.25  # values in tool output (boosted on threshold-like lines)
+SMALL_RANGE = 3  # up to this many refs, citing any one of them keeps the class
+
+_EDIT_TOOLS = {"str_replace_editor", "edit_file", "write_file", "create_file", "str_replace_based_edit_tool"}
+_SHELL_TOOLS = {"execute_bash", "bash", "shell", "run_command", "terminal", "execute_command"}
+
+
+def source_messages(messages: Any) -> list[SourceMessage]:
+    """Normalised messages (a list of :class:`SourceMessage` passes through)."""
+    if isinstance(messages, list) and messages and all(isinstance(m, SourceMessage) for m in messages):
+        return messages
+    return normalise_messages(messages)
+
+
+def _refs_items(msgs: list[SourceMessage], c: Collector) -> None:
+    blocks = list(dict.fromkeys(m.block_id for m in msgs if m.block_id))
+    if blocks:
+        for b in blocks:
+            c.add("message_refs", "block_ref", b, b, 1.0, refs=[b])
+        return
+    refs = list(dict.fromkeys(m.ref for m in msgs if m.ref))
+    if not refs:
+        return
+    if len(refs) <= SMALL_RANGE:
+        c.add("message_refs", "ref_any", refs[0], refs[0], 1.0, refs=refs)
+    else:
+        c.add("message_refs", "ref_first", refs[0], refs[0], 1.0, refs=[refs[0]])
+        c.add("message_refs", "ref_last", refs[-1], refs[-1], 1.0, refs=[refs[-1]])
+
+
+def _prose_paths(text: str, key: str, c: Collector) -> None:
+    for path, ln, _off in find_path_lines(text):
+        c.add("paths_with_lines", "mention", f"{path}:{ln}", key, S_PROSE_PATH, path=path, line=ln)
+
+
+def extract_keep_items(messages: Any, *, doctrine: Any = None,
+                       settings: ConformanceSettings | None = None) -> dict[str, list[KeepItem]]:
+    """KEEP-verbatim candidates of a source range, per class, most salient first.
+
+    ``messages`` may be OpenAI chat dicts or flat kernel messages. Each class holds at most
+    its ``cap`` items from the doctrine's conformance.json, and only items whose salience
+    reaches ``min_salience``. Every item carries the exact text to keep and the ref (or id)
+    of the message it came from, so a labeler can compose a summary that keeps it.
+    """
+    settings = settings or settings_for(doctrine)
+    msgs = source_messages(messages)
+    c = Collector()
+    counts: list[tuple[str, str, str]] = []
+    questions: list[tuple[int, str, str]] = []
+    pending: dict[str, tuple[list[str], str | None, str | None]] = {}
+    last_assistant = max((m.index for m in msgs if m.role == "assistant" and m.kind == "text"), default=-1)
+    first_user_done = False
+
+    for m in msgs:
+        key = m.key
+        if m.kind == "text" and m.role == "user":
+            for q in scan_user_text(m.text, key, c, first=not first_user_done):
+                questions.append((m.index, q, key))
+            first_user_done = True
+            _prose_paths(m.text, key, c)
+            scan_values(m.text, key, c, base=S_PROSE_VALUE, config_salience=S_PROSE_VALUE)
+        elif m.kind in ("text", "reasoning") and (m.role == "assistant" or m.block_id):
+            scan_assistant_prose(m.text, key, c, last=m.index == last_assistant)
+            _prose_paths(m.text, key, c)
+            scan_values(m.text, key, c, base=S_PROSE_VALUE, config_salience=S_PROSE_VALUE)
+        elif m.kind == "tool-call":
+            name = (m.tool_name or "").lower()
+            args = m.arguments
+            if name == "think" and isinstance(args.get("thought"), str):
+                scan_assistant_prose(args["thought"], key, c, last=False)
+            elif name in _EDIT_TOOLS or ("path" in args and ("new_str" in args or "file_text" in args)):
+                changed = scan_edit(args, key, c)
+                path = args.get("path") if isinstance(args.get("path"), str) else None
+                if m.tool_call_id:
+                    pending[m.tool_call_id] = (changed, path, args.get("command"))
+            elif name in _SHELL_TOOLS or isinstance(args.get("command"), str):
+                cmd = args.get("command") if isinstance(args.get("command"), str) else m.text
+                scan_values(cmd, key, c, base=S_COMMAND_VALUE, config_salience=S_COMMAND_VALUE)
+            else:
+                scan_values(m.text, key, c, base=S_OUTPUT_VALUE)
+        elif m.kind == "tool-result":
+            changed, path, command = pending.pop(m.tool_call_id or "", ([], None, None))
+            scan_edit_result(m.text, changed, path, key, c)
+            is_view = command == "view" or (command is None and scan_view(m.text, path, key, c))
+            if command == "view":
+                scan_view(m.text, path, key, c)
+            if not is_view and not scan_diff(m.text, key, c):
+                scan_values(m.text, key, c, base=S_OUTPUT_VALUE)
+            scan_tool_output(m.text, key, c, last_counts=counts)
+
+    for n, (kind, text, key) in enumerate(counts):
+        pairs = [p.strip() for p in text.split(",") if p.strip()]
+        c.add("exact_values", "test_counts", text, key, S_FINAL_COUNTS if n == len(counts) - 1 else S_COUNTS,
+              counts=pairs, runner=kind)
+    for idx, q, key in questions:
+        later = [m.text for m in msgs if m.index > idx and m.role == "assistant" and m.kind == "text"]
+        if unanswered(q, later):
+            c.add("open_questions", "question", q, key, S_QUESTION)
+    _refs_items(msgs, c)
+    return c.ranked(settings.caps, settings.min_salience)

@@ -1,0 +1,219 @@
+"""KEEP candidates from tool output: tracebacks, test runners, compilers, logs, shells.
+
+Each ``scan_*`` function takes the text of one tool result, the message key and the
+collector, and adds what a summary should carry out of that output. Salience values are
+named constants so the ranking is readable in one place (see the package docstring).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .items import Collector
+from .patterns import find_path_lines, norm, truncate
+
+__all__ = ["scan_tool_output"]
+
+# --- salience (0..1) of what tool output yields -------------------------------------
+S_FINAL_EXCEPTION = 1.0  # the last exception line of the last traceback in the message
+S_EXCEPTION = 0.9  # other traceback exception lines (chained, earlier)
+S_TEST_ID = 0.9  # FAILED/ERROR path::test ids from pytest, failing jest tests
+S_TS_ERROR = 0.9  # "error TS2345: ..." compiler diagnostics
+S_FINAL_COUNTS = 0.95  # the last "N failed, M passed" line of the range
+S_COUNTS = 0.5  # earlier test-count lines
+S_ASSERT = 0.75  # the first "E   ..." line of a pytest failure
+S_ERROR_LINE = 0.7  # "TypeError: ...", "fatal: ...", "npm ERR! ...", shell errors
+S_LOG_ERROR = 0.7  # ERROR/FATAL/CRITICAL log messages
+S_LOG_WARN = 0.3  # WARN/WARNING log messages
+S_FRAME_PROJECT_LAST = 0.85  # innermost traceback frame in project code
+S_FRAME_PROJECT = 0.5  # other project frames
+S_FRAME_LIBRARY = 0.15  # frames in site-packages, stdlib, node_modules
+S_DIAG_LOCATION = 0.85  # path:line of a compiler diagnostic or pytest failure location
+S_FRAME_CODE = 0.6  # the source line printed under the innermost project frame
+S_OUTPUT_PATH = 0.3  # any other path:line in output (grep -n hits and the like)
+
+_LIB_PATH = re.compile(r"^<|site-packages|dist-packages|/lib/python\d|<frozen|node_modules|node:internal|^internal/")
+_EXC_NAME = (
+    r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault|Timeout|Refused)"
+    r"|Invalid\w+|StopIteration|KeyboardInterrupt)"
+)
+_EXC_LINE = re.compile(r"^(?P<exc>" + _EXC_NAME + r")(?::\s*(?P<msg>.*))?$")
+# Inside a traceback the last line is the exception whatever its class is called.
+_TB_EXC_LINE = re.compile(r"^(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s*(?P<msg>.*))?$")
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<fn>\S+))?')
+_PYTEST_COUNTS = re.compile(
+    r"^[=\s]*(?P<counts>(?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|warnings?|deselected|"
+    r"rerun)(?:, )?)+) in \d+(?:\.\d+)?s\b"
+)
+_JEST_COUNTS = re.compile(r"^\s*Tests:\s+(?P<counts>(?:\d+ (?:failed|passed|skipped|todo|total)(?:, )?)+)")
+_PYTEST_ID = re.compile(r"^(?:FAILED|ERROR) (?P<id>\S+::\S+|\S+\.py)(?: - (?P<why>.+))?$")
+_PYTEST_LOC = re.compile(r"^(?P<path>[\w./-]+\.py):(?P<line>\d+): (?P<exc>\w+)")
+_TS_DIAG = re.compile(
+    r"^(?P<path>[^\s(:]+\.(?:tsx?|jsx?|mts|cts|vue))(?:\((?P<l1>\d+),\d+\)|:(?P<l2>\d+):\d+)\s*[:-]\s*"
+    r"(?P<sev>error|warning) (?P<code>TS\d+): (?P<msg>.+)$"
+)
+_JEST_FAIL = re.compile(r"^\s*● (?P<name>.+? › .+)$")
+_NODE_FRAME = re.compile(r"^\s*at (?:.+? \()?(?P<path>[^()\s]+?):(?P<line>\d+):\d+\)?$")
+_SHELL_ERR = re.compile(
+    r"^(?P<line>(?:[\w./-]+: )*.*?(?:command not found|No such file or directory|Permission denied|"
+    r"Segmentation fault|cannot access .+|Connection refused|Killed))\s*$"
+)
+_PREFIX_ERR = re.compile(r"^(?P<line>(?:fatal|error|ERROR|Error|npm ERR!|npm error|panic|FATAL):? .+)$")
+_LOG_LEVEL = re.compile(r"(?:^|[\s\[|])(?P<lvl>ERROR|FATAL|CRITICAL|PANIC|SEVERE|WARN|WARNING)(?:[\]|:]|\s)\s*(?P<msg>.+)$")
+_LOGFMT = re.compile(r'\blevel=(?P<lvl>error|fatal|warn|warning)\b.*?\bmsg=(?:"(?P<q>[^"]+)"|(?P<u>\S+))', re.I)
+_LEADING_TAGS = re.compile(r"^(?:\[[^\]]{1,40}\]\s*|[\w.-]{1,40}:\s(?=\S)|-\s)+")
+
+
+def _lines(text: str) -> list[str]:
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _scan_tracebacks(lines: list[str], key: str, c: Collector) -> set[int]:
+    """Python tracebacks: exception lines, frames, and the failing code line. Returns used lines."""
+    used: set[int] = set()
+    exceptions: list[tuple[int, str]] = []
+    i = 0
+    while i < len(lines):
+        if not lines[i].lstrip().startswith("Traceback (most recent call last)"):
+            i += 1
+            continue
+        indent = len(lines[i]) - len(lines[i].lstrip())
+        frames: list[tuple[str, int, str | None, str | None]] = []
+        j = i + 1
+        while j < len(lines):
+            raw = lines[j]
+            m = _FRAME.match(raw)
+            if m:
+                code = lines[j + 1].strip() if j + 1 < len(lines) and not _FRAME.match(lines[j + 1]) else None
+                frames.append((m.group("path"), int(m.group("line")), m.group("fn"), code))
+                used.add(j)
+                j += 1
+                continue
+            body = raw[indent:] if raw[:indent].strip() == "" else raw
+            if body and not body[0].isspace() and _TB_EXC_LINE.match(body.strip()):
+                exceptions.append((j, body.strip()))
+                used.add(j)
+                break
+            j += 1
+        project = [f for f in frames if not _LIB_PATH.search(f[0])]
+        for n, (path, line, _fn, _code) in enumerate(frames):
+            if _LIB_PATH.search(path):
+                s = S_FRAME_LIBRARY
+            else:
+                s = S_FRAME_PROJECT_LAST if project and (path, line) == project[-1][:2] else S_FRAME_PROJECT
+            c.add("paths_with_lines", "traceback_frame", f"{path}:{line}", key, s, path=path, line=line)
+        if project and project[-1][3]:
+            code = project[-1][3]
+            if len(code) >= 6:
+                c.add("signatures", "frame_code", code, key, S_FRAME_CODE)
+        i = j + 1
+    for n, (_j, line) in enumerate(exceptions):
+        s = S_FINAL_EXCEPTION if n == len(exceptions) - 1 else S_EXCEPTION
+        c.add("error_strings", "exception", truncate(line, 200), key, s)
+    return used
+
+
+def _log_message(msg: str) -> str:
+    """The message of a log line without leading [component]/pid/tag noise."""
+    return _LEADING_TAGS.sub("", msg.strip()).strip()
+
+
+def scan_tool_output(text: str, key: str, c: Collector, *, last_counts: list) -> None:
+    """Add the KEEP candidates of one tool result.
+
+    ``last_counts`` is shared across the range: each test-count line found is appended
+    as ``(kind, text, key)``, so the caller can rank the range's last one highest.
+    """
+    lines = _lines(text)
+    used = _scan_tracebacks(lines, key, c)
+    in_pytest_failure = False
+    e_seen = False
+    node_project_frame_seen = False
+    for idx, raw in enumerate(lines):
+        if idx in used:
+            continue
+        line = raw.rstrip()
+        stripped = line.strip()
+        if not stripped:
+            continue
+        m = _PYTEST_COUNTS.match(stripped)
+        if m:
+            last_counts.append(("pytest", m.group("counts").rstrip(", "), key))
+            continue
+        m = _JEST_COUNTS.match(stripped)
+        if m:
+            last_counts.append(("jest", m.group("counts").rstrip(", "), key))
+            continue
+        if stripped.startswith("_____") or stripped.startswith("=====") or stripped.startswith("-----"):
+            in_pytest_failure, e_seen = stripped.startswith("_"), False
+            continue
+        m = _PYTEST_ID.match(stripped)
+        if m:
+            c.add("error_strings", "test_id", m.group("id"), key, S_TEST_ID)
+            if m.group("why"):
+                c.add("error_strings", "failure_reason", truncate(m.group("why"), 200), key, S_ASSERT)
+            continue
+        if stripped.startswith("E ") or stripped == "E":
+            body = stripped[1:].strip()
+            if body and _EXC_LINE.match(body):
+                c.add("error_strings", "exception", truncate(body, 200), key, S_EXCEPTION)
+            elif body and not e_seen:
+                c.add("error_strings", "assertion", truncate(body, 200), key, S_ASSERT)
+            e_seen = True
+            continue
+        m = _PYTEST_LOC.match(stripped)
+        if m and in_pytest_failure:
+            c.add("paths_with_lines", "failure_location", f"{m.group('path')}:{m.group('line')}", key,
+                  S_DIAG_LOCATION, path=m.group("path"), line=int(m.group("line")))
+            continue
+        m = _TS_DIAG.match(stripped)
+        if m:
+            ln = int(m.group("l1") or m.group("l2"))
+            c.add("paths_with_lines", "diagnostic", f"{m.group('path')}:{ln}", key, S_DIAG_LOCATION,
+                  path=m.group("path"), line=ln)
+            s = S_TS_ERROR if m.group("sev") == "error" else S_LOG_WARN
+            c.add("error_strings", "ts_error", truncate(f"{m.group('code')}: {m.group('msg')}", 200), key, s)
+            continue
+        m = _JEST_FAIL.match(line)
+        if m:
+            c.add("error_strings", "test_id", m.group("name"), key, S_TEST_ID)
+            continue
+        m = _NODE_FRAME.match(line)
+        if m:
+            path, ln = m.group("path"), int(m.group("line"))
+            if _LIB_PATH.search(path) or path.startswith("node:"):
+                s = S_FRAME_LIBRARY
+            else:
+                s = S_FRAME_PROJECT if node_project_frame_seen else S_FRAME_PROJECT_LAST
+                node_project_frame_seen = True
+            c.add("paths_with_lines", "stack_frame", f"{path}:{ln}", key, s, path=path, line=ln)
+            continue
+        if _EXC_LINE.match(stripped) and ":" in stripped:
+            is_warning = stripped.split(":", 1)[0].endswith("Warning")
+            c.add("error_strings", "error_line", truncate(stripped, 200), key,
+                  S_LOG_WARN if is_warning else S_ERROR_LINE)
+            continue
+        m = _LOGFMT.search(stripped)
+        if m:
+            lvl = m.group("lvl").upper()
+            msg = norm(m.group("q") or m.group("u"))
+            c.add("error_strings", "log_error", truncate(msg, 200), key,
+                  S_LOG_WARN if lvl.startswith("WARN") else S_LOG_ERROR)
+            continue
+        m = _LOG_LEVEL.search(stripped)
+        if m and m.start() < 60:  # the level sits in the line's prefix, not in free text
+            msg = _log_message(m.group("msg"))
+            if len(msg) >= 6:
+                lvl = m.group("lvl")
+                c.add("error_strings", "log_error", truncate(msg, 200), key,
+                      S_LOG_WARN if lvl.startswith("WARN") else S_LOG_ERROR)
+            continue
+        m = _SHELL_ERR.match(stripped) or _PREFIX_ERR.match(stripped)
+        if m:
+            c.add("error_strings", "error_line", truncate(m.group("line"), 200), key, S_ERROR_LINE)
+            continue
+    # Any other path:line in the output (grep -n, linters, custom logs) is a weak candidate.
+    for path, ln, _off in find_path_lines(text):
+        if _LIB_PATH.search(path):
+            continue
+        c.add("paths_with_lines", "output_path", f"{path}:{ln}", key, S_OUTPUT_PATH, path=path, line=ln)

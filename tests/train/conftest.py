@@ -1,0 +1,66 @@
+"""A small SFT data folder in data_gen's layout, made here: parquet per split + manifest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from doctrine.runs import write_manifest
+
+TOOLS = [
+    {"type": "function", "function": {"name": "compress", "description": "Fold consumed messages into a summary block.",
+     "parameters": {"type": "object", "properties": {"topic": {"type": "string"}, "content": {"type": "array", "items": {
+         "type": "object", "properties": {"startId": {"type": "string"}, "endId": {"type": "string"},
+                                          "summary": {"type": "string"}}, "required": ["startId", "endId", "summary"]}}},
+                    "required": ["content"]}}},
+    {"type": "function", "function": {"name": "bash", "description": "Run a shell command.",
+     "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}}},
+]
+
+
+def call(cid: str, name: str, args: dict) -> dict:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def make_row(i: int, kind: str) -> dict:
+    path = f"src/module_{i}.py"
+    history = [
+        {"role": "system", "content": "You are a coding agent. Tools: compress, bash."},
+        {"role": "user", "content": f"Fix the failing test in {path}."},
+        {"role": "assistant", "content": "", "tool_calls": [call(f"c{i}a", "bash", {"cmd": f"pytest -q tests/test_{i}.py"})]},
+        {"role": "tool", "tool_call_id": f"c{i}a", "name": "bash",
+         "content": f"FAILED tests/test_{i}.py::test_parse - ValueError: bad token at line {10 + i}\n1 failed, {i} passed"},
+    ]
+    if kind == "compress":
+        history.append({"role": "user", "content": f"Compressible ranges (1, oldest first):\n  m00002–m00004  3 msgs  {200 + i}  [tool 67% | text 33%]"})
+        target = {"role": "assistant", "content": "", "tool_calls": [call(f"c{i}b", "compress", {
+            "topic": f"test_{i} failure", "content": [{"startId": "m00002", "endId": "m00004",
+            "summary": f"Ran pytest on tests/test_{i}.py: `ValueError: bad token at line {10 + i}` in {path}; 1 failed, {i} passed."}]})]}
+    elif kind == "refusal":
+        history.append({"role": "user", "content": "Compressible ranges (1, oldest first):\n  m00002–m00004  3 msgs  210  [tool 67% | text 33%]"})
+        target = {"role": "assistant", "content": f"Not now: the traceback in m00004 is what I am fixing in {path}. I will compress after the fix."}
+    else:
+        target = {"role": "assistant", "content": "", "tool_calls": [call(f"c{i}c", "bash", {"cmd": f"sed -n {5 + i},{20 + i}p {path}"})]}
+    return {"messages": history + [target], "tools": json.dumps(TOOLS),
+            "meta": {"kind": kind, "source": "synthetic", "session_id": f"s{i}", "doctrine_version": "v1",
+                     "doctrine_sha256": "0" * 64, "labeler": "fixture", "prompt_mode": "distilled"}}
+
+
+def build_sft_data(root: Path, n_train: int = 12, n_val: int = 4) -> Path:
+    from datasets import Dataset
+
+    kinds = ["compress", "refusal", "ordinary"]
+    for split, rows in (("train", [make_row(i, kinds[i % 3]) for i in range(n_train)]),
+                        ("validation", [make_row(100 + i, kinds[i % 3]) for i in range(n_val)])):
+        (root / split).mkdir(parents=True, exist_ok=True)
+        Dataset.from_list(rows).to_parquet(str(root / split / "shard-00000.parquet"))
+    write_manifest(root, stage="data", counts={"train": n_train, "validation": n_val},
+                   doctrine={"version": "v1", "sha256": "0" * 64})
+    return root
+
+
+@pytest.fixture(scope="session")
+def sft_data_dir(tmp_path_factory) -> Path:
+    return build_sft_data(tmp_path_factory.mktemp("sftdata") / "data")

@@ -1,0 +1,86 @@
+"""Read a data_gen output folder and tokenise it for SFT.
+
+The folder is what ``python -m data_gen build`` writes: ``manifest.json`` (stage complete,
+doctrine version and hash), a dataset card, and parquet shards per split under
+``<split>/*.parquet``. One row is ``{messages, tools, meta}``: OpenAI-format messages
+(tool-call arguments as JSON strings), the tool schemas (a JSON string or a list) and
+metadata with at least ``kind``, ``session_id``, ``prompt_mode`` and the doctrine stamp.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from doctrine.runs import read_manifest
+
+from .templates import SampleRejected, tokenize_sample
+
+__all__ = ["DataError", "check_data_dir", "load_split", "tokenize_split"]
+
+
+class DataError(ValueError):
+    """A data folder that training cannot use; the message says which and why."""
+
+
+def check_data_dir(data_dir: str | Path) -> dict[str, Any]:
+    """The data stage's manifest; an error if the stage is missing or incomplete."""
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise DataError(f"{data_dir}: no such data folder (run `python -m data_gen build` first)")
+    manifest = read_manifest(data_dir)
+    if manifest is None:
+        raise DataError(f"{data_dir}: no complete manifest.json; the data stage did not finish")
+    if not manifest.get("doctrine") or not manifest["doctrine"].get("sha256"):
+        raise DataError(f"{data_dir}/manifest.json: no doctrine version and hash recorded")
+    return manifest
+
+
+def load_split(data_dir: str | Path, split: str):
+    from datasets import load_dataset
+
+    files = sorted(str(p) for p in (Path(data_dir) / split).glob("*.parquet"))
+    if not files:
+        raise DataError(f"{data_dir}: split {split!r} has no parquet shards under {split}/")
+    return load_dataset("parquet", data_files={split: files}, split=split)
+
+
+def _as_obj(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+def tokenize_split(ds, tokenizer, template: str, *, max_length: int, prompt_mode: str,
+                   max_samples: int | None = None):
+    """Tokenise rows into ``input_ids`` + ``assistant_masks``; return (dataset, rejects).
+
+    Rejected rows (no target, empty mask, too long, wrong prompt mode, bad fields) are
+    dropped and counted by reason, never truncated and never fatal.
+    """
+    if max_samples is not None:
+        ds = ds.select(range(min(max_samples, len(ds))))
+
+    def encode(row: dict) -> dict:
+        meta = _as_obj(row.get("meta")) or {}
+        tools = _as_obj(row.get("tools"))
+        messages = row.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return {"input_ids": [], "assistant_masks": [], "reject": "bad_messages"}
+        if meta.get("prompt_mode") not in (None, prompt_mode):
+            return {"input_ids": [], "assistant_masks": [], "reject": "prompt_mode_mismatch"}
+        try:
+            enc = tokenize_sample(tokenizer, messages, tools, template, max_length)
+        except SampleRejected as exc:
+            return {"input_ids": [], "assistant_masks": [], "reject": exc.reason}
+        return {**enc, "reject": ""}
+
+    mapped = ds.map(encode, remove_columns=ds.column_names, desc="tokenizing")
+    rejects = Counter(r for r in mapped["reject"] if r)
+    kept = mapped.filter(lambda r: not r["reject"]).remove_columns("reject")
+    return kept, dict(rejects)

@@ -1,0 +1,96 @@
+"""Schema of ``configs/train/*.yaml``: one LoRA SFT run, the same on 1 CPU or 8 GPUs.
+
+The topology (processes, DDP / FSDP2 / ZeRO-3) is not here: it is the accelerate config
+chosen at launch (``configs/accelerate/*.yaml``), so a recipe never changes between them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from doctrine.config import BaseConfig
+
+# LoRA ranks that vLLM's punica kernels accept.
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+class ModelSection(BaseConfig):
+    spec: str = Field("embedded:smollm2-135m-instruct", description="model spec (see train/models.py)")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "float32"
+    chat_template: str = Field("auto", description="auto | native | project | path to .jinja")
+    trust_remote_code: bool = False
+    attn_implementation: str | None = None
+    gradient_checkpointing: bool = False
+
+
+class LoraSection(BaseConfig):
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: list[str] | Literal["all-linear"] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
+    use_dora: bool = Field(False, description="vLLM cannot serve DoRA adapters; export refuses them")
+    modules_to_save: list[str] = Field(default_factory=list, description="must stay empty for vLLM")
+    qlora: bool = Field(False, description="4-bit NF4 base (bitsandbytes, CUDA only)")
+
+    @field_validator("r")
+    @classmethod
+    def _positive(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError("LoRA rank must be >= 1")
+        return v
+
+
+class DataSection(BaseConfig):
+    dir: str = Field("runs/demo/data", description="a data_gen output folder (with manifest.json)")
+    train_split: str = "train"
+    eval_split: str | None = "validation"
+    prompt_mode: Literal["distilled", "doctrine"] = Field(
+        "distilled", description="the mode the model will be served in; rows of another mode are an error")
+    max_length: int = Field(4096, description="longer samples are dropped and counted, never truncated")
+    packing: bool = False
+    padding_free: bool = False
+    max_train_samples: int | None = None
+    max_eval_samples: int | None = None
+
+
+class TrainerSection(BaseConfig):
+    learning_rate: float = 2e-4
+    lr_scheduler_type: str = "cosine"
+    warmup_ratio: float = 0.0
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    per_device_train_batch_size: int = 1
+    per_device_eval_batch_size: int = 1
+    gradient_accumulation_steps: int = 1
+    max_steps: int = Field(-1, description="-1: run num_train_epochs")
+    num_train_epochs: float = 1.0
+    logging_steps: int = 10
+    eval_steps: int | None = Field(None, description="None: no evaluation during training")
+    save_steps: int = 100
+    save_total_limit: int | None = 3
+    seed: int = 0
+    report_to: list[str] = Field(default_factory=lambda: ["none"])
+    bf16: bool = False
+    dataloader_num_workers: int = 0
+
+
+class ExportSection(BaseConfig):
+    max_lora_rank: int = Field(16, description="the --max-lora-rank the serving vLLM runs with")
+    adapter_name: str = Field("doctrine-distilled", description="LoRA module name in the serve command")
+
+
+class TrainRecipe(BaseConfig):
+    # Model
+    model: ModelSection = Field(default_factory=ModelSection)
+    # LoRA
+    lora: LoraSection = Field(default_factory=LoraSection)
+    # Data
+    data: DataSection = Field(default_factory=DataSection)
+    # Trainer
+    trainer: TrainerSection = Field(default_factory=TrainerSection)
+    # Export
+    export: ExportSection = Field(default_factory=ExportSection)

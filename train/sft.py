@@ -1,0 +1,194 @@
+"""LoRA SFT on a data_gen curriculum with TRL's SFTTrainer and PEFT.
+
+    python -m train configs/train/demo.yaml --out runs/demo
+    accelerate launch --config_file configs/accelerate/cpu.yaml -m train configs/train/demo.yaml --out runs/demo
+    python -m train configs/train/demo.yaml --out runs/demo --resume      # continue from the latest checkpoint
+
+Checkpoints go to ``runs/<name>/train/checkpoints/checkpoint-<step>/`` (full trainer state:
+optimizer, scheduler, RNG, data position), the final adapter to ``runs/<name>/train/final/``
+and the stage manifest last. The recipe is the same for every topology.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from doctrine.runs import RunDir, atomic_write_json, write_manifest
+
+from .recipe import TrainRecipe
+
+__all__ = ["latest_checkpoint", "run_training"]
+
+
+class NoTrainableTokens(RuntimeError):
+    pass
+
+
+class GuardedCollator:
+    """Wraps the trainer's collator: a batch with no label token would silently train on
+    nothing (the all-zero-mask failure of templates without generation markers)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __call__(self, features):
+        batch = self.inner(features)
+        labels = batch.get("labels")
+        if labels is not None and int((labels != -100).sum()) == 0:
+            raise NoTrainableTokens(
+                "a training batch has no trainable (assistant target) tokens: the chat template's "
+                "{% generation %} markers do not cover the targets, or every target was cut off"
+            )
+        return batch
+
+
+def latest_checkpoint(ckpt_dir: Path) -> Path | None:
+    cands = [p for p in ckpt_dir.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()
+             and (p / "trainer_state.json").is_file()]
+    return max(cands, key=lambda p: int(p.name.split("-")[-1]), default=None)
+
+
+def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, log=print) -> Path:
+    # ------------------------------------------------------------------ setup
+    import torch
+    from accelerate import PartialState
+    from peft import LoraConfig
+    from trl import SFTConfig, SFTTrainer
+
+    from .data import check_data_dir, load_split, tokenize_split
+    from .models import load_model, load_tokenizer, resolve_model
+    from .templates import choose_template
+
+    state = PartialState()
+    run = RunDir.create(out)
+    stage = run.stage("train")
+    if run.complete("train") and not resume:
+        log(f"[skip] train: {stage / 'manifest.json'} exists (use --resume or a new --out)")
+        return stage
+    started = time.time()
+    stage.mkdir(parents=True, exist_ok=True)
+    if state.is_main_process and (stage / "manifest.json").exists():
+        (stage / "manifest.json").unlink()  # resuming: the stage is incomplete until the end
+    ckpt_dir = stage / "checkpoints"
+
+    # ------------------------------------------------------------------ data
+    data_manifest = check_data_dir(recipe.data.dir)
+    resolved = resolve_model(recipe.model.spec)
+    tokenizer = load_tokenizer(resolved, trust_remote_code=recipe.model.trust_remote_code)
+    choice = choose_template(tokenizer, recipe.model.chat_template)
+    tokenizer.chat_template = choice.template
+    with state.main_process_first():
+        train_raw = load_split(recipe.data.dir, recipe.data.train_split)
+        train_ds, train_rejects = tokenize_split(
+            train_raw, tokenizer, choice.template, max_length=recipe.data.max_length,
+            prompt_mode=recipe.data.prompt_mode, max_samples=recipe.data.max_train_samples)
+        eval_ds, eval_rejects = None, {}
+        if recipe.data.eval_split and recipe.trainer.eval_steps:
+            eval_raw = load_split(recipe.data.dir, recipe.data.eval_split)
+            eval_ds, eval_rejects = tokenize_split(
+                eval_raw, tokenizer, choice.template, max_length=recipe.data.max_length,
+                prompt_mode=recipe.data.prompt_mode, max_samples=recipe.data.max_eval_samples)
+    if len(train_ds) == 0:
+        raise RuntimeError(f"no trainable samples in {recipe.data.dir} (rejected: {train_rejects})")
+    target_tokens = sum(sum(m) for m in train_ds["assistant_masks"])
+    total_tokens = sum(len(x) for x in train_ds["input_ids"])
+
+    # ------------------------------------------------------------------ model
+    model_kwargs: dict[str, Any] = {}
+    if recipe.model.attn_implementation:
+        model_kwargs["attn_implementation"] = recipe.model.attn_implementation
+    if recipe.lora.qlora:
+        from transformers import BitsAndBytesConfig
+
+        model_kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16)
+    model = load_model(resolved, dtype=recipe.model.dtype,
+                       trust_remote_code=recipe.model.trust_remote_code, **model_kwargs)
+    peft_config = LoraConfig(
+        r=recipe.lora.r, lora_alpha=recipe.lora.alpha, lora_dropout=recipe.lora.dropout,
+        target_modules=recipe.lora.target_modules, use_dora=recipe.lora.use_dora,
+        modules_to_save=recipe.lora.modules_to_save or None, bias="none", task_type="CAUSAL_LM")
+
+    # ------------------------------------------------------------------ trainer
+    t = recipe.trainer
+    args = SFTConfig(
+        output_dir=str(ckpt_dir),
+        max_length=recipe.data.max_length,
+        packing=recipe.data.packing,
+        padding_free=recipe.data.padding_free,
+        learning_rate=t.learning_rate,
+        lr_scheduler_type=t.lr_scheduler_type,
+        warmup_ratio=t.warmup_ratio,
+        weight_decay=t.weight_decay,
+        max_grad_norm=t.max_grad_norm,
+        per_device_train_batch_size=t.per_device_train_batch_size,
+        per_device_eval_batch_size=t.per_device_eval_batch_size,
+        gradient_accumulation_steps=t.gradient_accumulation_steps,
+        max_steps=t.max_steps,
+        num_train_epochs=t.num_train_epochs,
+        logging_steps=t.logging_steps,
+        eval_strategy="steps" if eval_ds is not None else "no",
+        eval_steps=t.eval_steps,
+        save_strategy="steps",
+        save_steps=t.save_steps,
+        save_total_limit=t.save_total_limit,
+        save_only_model=False,  # resume needs optimizer, scheduler and RNG state
+        seed=t.seed,
+        data_seed=t.seed,
+        report_to=t.report_to,
+        bf16=t.bf16,
+        gradient_checkpointing=recipe.model.gradient_checkpointing,
+        dataloader_num_workers=t.dataloader_num_workers,
+        use_cpu=not torch.cuda.is_available(),
+        ddp_find_unused_parameters=False,
+        disable_tqdm=False,
+    )
+    trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds,
+                         processing_class=tokenizer, peft_config=peft_config)
+    trainer.data_collator = GuardedCollator(trainer.data_collator)
+
+    # ------------------------------------------------------------------ train
+    resume_from = latest_checkpoint(ckpt_dir) if resume else None
+    if resume and resume_from is None:
+        log(f"[train] --resume: no checkpoint in {ckpt_dir}, starting from step 0")
+    result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+
+    # ------------------------------------------------------------------ save
+    final = stage / "final"
+    trainer.save_model(str(final))
+    if state.is_main_process:
+        tokenizer.save_pretrained(str(final))
+        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        metrics = {
+            "global_step": trainer.state.global_step,
+            "train_loss": result.training_loss,
+            "losses": losses,
+            "train_runtime_s": result.metrics.get("train_runtime"),
+            "world_size": state.num_processes,
+            "resumed_from": resume_from.name if resume_from else None,
+            "log_history": trainer.state.log_history,
+        }
+        atomic_write_json(stage / "metrics.json", metrics)
+        write_manifest(
+            stage, stage="train", config=recipe,
+            inputs={"data": Path(recipe.data.dir)},
+            doctrine=data_manifest.get("doctrine"),
+            counts={"train_samples": len(train_ds), "train_rejects": train_rejects,
+                    "eval_samples": len(eval_ds) if eval_ds is not None else 0,
+                    "eval_rejects": eval_rejects, "train_tokens": total_tokens,
+                    "target_tokens": target_tokens},
+            extra={"model": resolved.to_manifest(), "chat_template_source": choice.source,
+                   "prompt_mode": recipe.data.prompt_mode, "final_adapter": str(final),
+                   "metrics": {k: v for k, v in metrics.items() if k != "log_history"}},
+            started_at=started,
+        )
+        log(f"[train] done: {trainer.state.global_step} steps, loss {result.training_loss:.4f} -> {final}")
+    state.wait_for_everyone()
+    return stage
+
+
+def read_metrics(stage: Path) -> dict:
+    return json.loads((Path(stage) / "metrics.json").read_text())
