@@ -89,7 +89,7 @@ def _cmd_train(argv: list[str]) -> int:
 
     from .recipe import TrainRecipe
 
-    args = _train_parser().parse_args(argv)
+    args = _train_parser().parse_intermixed_args(argv)
     try:
         recipe = load_config(args.recipe, TrainRecipe, args.overrides)
     except ConfigError as exc:

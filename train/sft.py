@@ -51,7 +51,8 @@ def latest_checkpoint(ckpt_dir: Path) -> Path | None:
     return max(cands, key=lambda p: int(p.name.split("-")[-1]), default=None)
 
 
-def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, log=print) -> Path:
+def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, log=print,
+                 callbacks: list | None = None) -> Path:
     # ------------------------------------------------------------------ setup
     import torch
     from accelerate import PartialState
@@ -62,7 +63,9 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
     from .models import load_model, load_tokenizer, resolve_model
     from .templates import choose_template
 
-    state = PartialState()
+    # On a machine without CUDA every process is a CPU worker (MULTI_CPU over gloo when launched
+    # with several processes); TrainingArguments(use_cpu=True) below agrees with this.
+    state = PartialState(cpu=not torch.cuda.is_available())
     run = RunDir.create(out)
     stage = run.stage("train")
     if run.complete("train") and not resume:
@@ -121,7 +124,7 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
         padding_free=recipe.data.padding_free,
         learning_rate=t.learning_rate,
         lr_scheduler_type=t.lr_scheduler_type,
-        warmup_ratio=t.warmup_ratio,
+        warmup_steps=t.warmup_ratio,  # transformers 5: a float < 1 is a ratio of the total steps
         weight_decay=t.weight_decay,
         max_grad_norm=t.max_grad_norm,
         per_device_train_batch_size=t.per_device_train_batch_size,
@@ -147,7 +150,8 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
         disable_tqdm=False,
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds,
-                         processing_class=tokenizer, peft_config=peft_config)
+                         processing_class=tokenizer, peft_config=peft_config,
+                         callbacks=callbacks)
     trainer.data_collator = GuardedCollator(trainer.data_collator)
 
     # ------------------------------------------------------------------ train
@@ -168,6 +172,7 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
             "losses": losses,
             "train_runtime_s": result.metrics.get("train_runtime"),
             "world_size": state.num_processes,
+            "distributed_type": str(state.distributed_type).split(".")[-1],
             "resumed_from": resume_from.name if resume_from else None,
             "log_history": trainer.state.log_history,
         }

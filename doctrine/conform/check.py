@@ -158,7 +158,8 @@ def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine
     recall_score = num / den if den else 1.0
 
     d = settings.drop
-    outputs = [(m.key, m.text) for m in msgs if m.kind == "tool-result"]
+    # Tool output must not be pasted; at tier 2/3 neither may the source summaries be.
+    outputs = [(m.key, m.text) for m in msgs if m.kind == "tool-result" or (tier > 1 and m.block_id)]
     violations, share = find_drop_violations(
         summary, outputs, [it.text for it in kept_items],
         min_run_chars=int(d["min_run_chars"]), min_run_lines=int(d["min_run_lines"]),

@@ -10,6 +10,7 @@ line number they landed on.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from .items import Collector
 from .patterns import CONFIG_EXTS, UNIT_VALUE_RE, VERSION_RE, norm, truncate
@@ -51,9 +52,9 @@ _VIEW_HEAD = re.compile(r"running `cat -n` on (?:a snippet of )?(?P<path>\S+?):?
 _ENV = re.compile(r"(?<![\w.-])(?P<key>[A-Z][A-Z0-9_]{2,})=(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s'\";,)]+)")
 _FLAG = re.compile(r"(?<![\w-])--(?P<key>[a-z][\w-]+)=(?P<value>[^\s'\";,]+)")
 _KWARG = re.compile(
-    r"(?<![\w.])(?P<key>[a-z_][a-z0-9_]*(?:timeout|limit|max|min|retries|retry|size|threshold|ttl|port|"
+    r"(?<![\w.])(?P<key>(?:[a-z_][a-z0-9_]*)?(?:timeout|limit|max|min|retries|retry|size|threshold|ttl|port|"
     r"interval|delay|workers|count|rate|level|version|depth|batch|window|capacity)[a-z0-9_]*)"
-    r"\s*[=:]\s*(?P<value>-?\d+(?:\.\d+)?(?:[a-zA-Z%]+)?|True|False|true|false|None|null|\"[^\"\n]{1,40}\"|'[^'\n]{1,40}')",
+    r"\s*(?P<sep>[=:])\s*(?P<value>-?\d+(?:\.\d+)?(?:[a-zA-Z%]+)?|True|False|true|false|None|null|\"[^\"\n]{1,40}\"|'[^'\n]{1,40}')",
     re.I,
 )
 _CFG_LINE = re.compile(
@@ -61,10 +62,13 @@ _CFG_LINE = re.compile(
 )
 # Output lines where a version is the point (installs, bumps, resolutions), not a banner.
 _VERSION_CONTEXT = re.compile(
-    r"install|upgrad|downgrad|bump|version|requires?|depend|resolv|updated|added|changed|->|→|@|==|\^|~", re.I)
+    r"install|upgrad|downgrad|bump|version|requires?|depend|resolv|updated|added|changed|->|→", re.I)
+# Threshold-like words (not inside longer words: "report" is not "port").
 _THRESHOLD_WORDS = re.compile(
-    r"timeout|limit|threshold|max|min|retr|ttl|latency|took|duration|memory|heap|exceed|budget|quota|port|"
-    r"interval|delay|size|version", re.I)
+    r"(?<![a-z])(?:timeout|limit|threshold|max|min|retr|ttl|latency|took|duration|memory|heap|exceed|budget|"
+    r"quota|port|interval|delay|size|version)", re.I)
+_HASH = re.compile(r"(?<![\w-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-])")
+_SKELETON_DIGITS = re.compile(r"\d+")
 
 
 def _clean_value(v: str) -> str:
@@ -82,7 +86,7 @@ def _add_setting(c: Collector, key: str, value: str, sep: str, msg: str, s: floa
 
 
 def scan_values(text: str, msg: str, c: Collector, *, base: float, config_file: bool = False,
-                config_salience: float = S_CONFIG_OUTPUT) -> None:
+                config_salience: float = S_CONFIG_OUTPUT, hashes: bool = False) -> None:
     """Versions, numbers with units and settings in free text or output.
 
     ``base`` is the salience of a plain value here; values on a line that mentions a
@@ -90,19 +94,26 @@ def scan_values(text: str, msg: str, c: Collector, *, base: float, config_file: 
     every ``key: value`` line is a setting; elsewhere only ``ENV=val``, ``--flag=val`` and
     threshold-named ``key=val`` pairs are.
     """
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    shapes = Counter(_SKELETON_DIGITS.sub("#", ln) for ln in lines)
+    for line in lines:
         if not line.strip() or len(line) > 2000:
             continue
+        # A line whose shape repeats (a status series) has no single value worth keeping.
+        series = shapes[_SKELETON_DIGITS.sub("#", line)] >= 3
         boost = 0.2 if _THRESHOLD_WORDS.search(line) else 0.0
+        if hashes:
+            for m in _HASH.finditer(line):
+                c.add("exact_values", "hash", m.group(0), msg, base, needle=m.group(0))
         vboost = 0.1 if base >= 0.4 or _VERSION_CONTEXT.search(line) else 0.0
-        for m in VERSION_RE.finditer(line):
+        for m in VERSION_RE.finditer(line if not series else ""):
             num, op = m.group("num"), m.group("op") or ""
-            if op == "v" or op == "@":
-                op = ""
+            if op == "@":
+                op = ""  # lodash@4.17.21: the @ joins name and version, it is no range operator
             if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", num) and all(int(p) < 256 for p in num.split(".")):
                 continue  # an IPv4 address, not a version
             c.add("exact_values", "version", f"{op}{num}", msg, base + vboost, version=num)
-        for m in UNIT_VALUE_RE.finditer(line):
+        for m in UNIT_VALUE_RE.finditer(line if not series else ""):
             unit = m.group("long") or m.group("short")
             c.add("exact_values", "unit_value", f"{m.group('num')}{m.group('sp') or ''}{unit}", msg,
                   base + boost, number=m.group("num"), unit=unit)
@@ -111,7 +122,8 @@ def scan_values(text: str, msg: str, c: Collector, *, base: float, config_file: 
         for m in _FLAG.finditer(line):
             _add_setting(c, "--" + m.group("key"), m.group("value"), "=", msg, config_salience + boost)
         for m in _KWARG.finditer(line):
-            _add_setting(c, m.group("key"), m.group("value"), "=", msg, config_salience + boost)
+            sep = ": " if m.group("sep") == ":" else "="
+            _add_setting(c, m.group("key"), m.group("value"), sep, msg, config_salience + boost)
         if config_file:
             m = _CFG_LINE.match(line)
             if m:

@@ -131,8 +131,13 @@ def find_drop_violations(
     def close_run() -> None:
         if len(run) >= min_run_lines:
             joined = " ".join(run)
-            out.append(DropViolation("copied_lines", len(joined), _excerpt(joined, report_chars)))
-            _flag(text, joined, flagged)
+            before = sum(flagged)
+            marks = flagged[:]
+            _flag(text, joined, marks)
+            # Report only what a character run did not already cover.
+            if sum(marks) - before >= 0.5 * len(joined):
+                out.append(DropViolation("copied_lines", len(joined), _excerpt(joined, report_chars)))
+            flagged[:] = marks
         run.clear()
 
     for ln in lines:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .code import scan_diff, scan_edit, scan_edit_result, scan_values, scan_view
@@ -15,10 +16,13 @@ from .settings import ConformanceSettings, settings_for
 __all__ = ["extract_keep_items", "source_messages"]
 
 S_PROSE_PATH = 0.7  # a path:line the user or the agent wrote in prose
-S_COMMAND_VALUE = 0.45  # values in a shell command (pip install x==1.2.3, FOO=1 pytest)
+S_COMMAND_VALUE = 0.35  # values in a shell command (pip install x==1.2.3, FOO=1 pytest)
 S_PROSE_VALUE = 0.6  # values written in prose
 S_OUTPUT_VALUE = 0.25  # values in tool output (boosted on threshold-like lines)
-SMALL_RANGE = 3  # up to this many refs, citing any one of them keeps the class
+SMALL_RANGE = 3
+# Lines the agent harness appends to every command's output (OpenHands and similar).
+_HARNESS_LINE = re.compile(r"^\[(?:The command completed with exit code|Command finished with exit code)[^\]]*\]\s*$",
+                           re.M)  # up to this many refs, citing any one of them keeps the class
 
 _EDIT_TOOLS = {"str_replace_editor", "edit_file", "write_file", "create_file", "str_replace_based_edit_tool"}
 _SHELL_TOOLS = {"execute_bash", "bash", "shell", "run_command", "terminal", "execute_command"}
@@ -77,11 +81,11 @@ def extract_keep_items(messages: Any, *, doctrine: Any = None,
                 questions.append((m.index, q, key))
             first_user_done = True
             _prose_paths(m.text, key, c)
-            scan_values(m.text, key, c, base=S_PROSE_VALUE, config_salience=S_PROSE_VALUE)
+            scan_values(m.text, key, c, base=S_PROSE_VALUE, config_salience=S_PROSE_VALUE, hashes=True)
         elif m.kind in ("text", "reasoning") and (m.role == "assistant" or m.block_id):
             scan_assistant_prose(m.text, key, c, last=m.index == last_assistant)
             _prose_paths(m.text, key, c)
-            scan_values(m.text, key, c, base=S_PROSE_VALUE, config_salience=S_PROSE_VALUE)
+            scan_values(m.text, key, c, base=S_PROSE_VALUE, config_salience=S_PROSE_VALUE, hashes=True)
         elif m.kind == "tool-call":
             name = (m.tool_name or "").lower()
             args = m.arguments
@@ -94,18 +98,21 @@ def extract_keep_items(messages: Any, *, doctrine: Any = None,
                     pending[m.tool_call_id] = (changed, path, args.get("command"))
             elif name in _SHELL_TOOLS or isinstance(args.get("command"), str):
                 cmd = args.get("command") if isinstance(args.get("command"), str) else m.text
-                scan_values(cmd, key, c, base=S_COMMAND_VALUE, config_salience=S_COMMAND_VALUE)
+                scan_values(cmd, key, c, base=S_COMMAND_VALUE, config_salience=S_COMMAND_VALUE, hashes=True)
             else:
                 scan_values(m.text, key, c, base=S_OUTPUT_VALUE)
         elif m.kind == "tool-result":
+            text = _HARNESS_LINE.sub("", m.text)
             changed, path, command = pending.pop(m.tool_call_id or "", ([], None, None))
-            scan_edit_result(m.text, changed, path, key, c)
-            is_view = command == "view" or (command is None and scan_view(m.text, path, key, c))
-            if command == "view":
-                scan_view(m.text, path, key, c)
-            if not is_view and not scan_diff(m.text, key, c):
-                scan_values(m.text, key, c, base=S_OUTPUT_VALUE)
-            scan_tool_output(m.text, key, c, last_counts=counts)
+            if command is not None and command != "view":
+                # An edit's echo: the edit call already yielded its candidates.
+                scan_edit_result(text, changed, path, key, c)
+            elif command == "view" or scan_view(text, path, key, c):
+                if command == "view":
+                    scan_view(text, path, key, c)
+            elif not scan_diff(text, key, c):
+                scan_values(text, key, c, base=S_OUTPUT_VALUE)
+            scan_tool_output(text, key, c, last_counts=counts)
 
     for n, (kind, text, key) in enumerate(counts):
         pairs = [p.strip() for p in text.split(",") if p.strip()]

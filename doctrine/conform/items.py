@@ -54,6 +54,8 @@ def _dedupe_key(item: KeepItem) -> tuple:
         return (item.cls, "path", name, f["line"])
     if "version" in f:
         return (item.cls, "version", f["version"])
+    if "skeleton" in f:
+        return (item.cls, "skeleton", f["skeleton"])
     if "key" in f:
         return (item.cls, "key", f["key"].lower(), str(f.get("value", "")).lower())
     return (item.cls, norm(item.text).lower())

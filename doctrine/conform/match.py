@@ -3,7 +3,7 @@
 Accepted forms (everything is compared after :func:`patterns.norm`: straight quotes, runs
 of whitespace collapsed, markdown escapes undone):
 
-* strings (errors, code lines, signatures, test ids, TODOs, user spans): the item's text is
+* strings (code lines, signatures, test ids, TODOs, user spans): the item's text is
   a substring of the summary. Trailing ``.``/``,``/``;``/``:`` and, for code, a trailing
   ``{`` are ignored. User intent and open items compare case-insensitively; code and
   errors are case-sensitive.
@@ -20,7 +20,7 @@ of whitespace collapsed, markdown escapes undone):
   ``KEY: v``, ``KEY set to v``).
 * test counts: every ``N word`` pair of the line (``1 failed``, ``49 passed``) within an
   80-character window, in any order.
-* decisions: at least max(2, 75% of) the decision's key terms, the first one included,
+* decisions: at least max(2, two thirds of) the decision's key terms, the first one included,
   within a window of ``decision_window_chars`` that also holds a rationale marker.
 * refs: the ref (``m00012``, also written ``m12``) is cited; for a small range any of its
   refs is enough. Block ids (``b3``) likewise.
@@ -91,6 +91,13 @@ def _contains(summary: Summary, needle: str, *, code: bool, case: bool) -> bool:
     return needle in summary.text if case else needle.lower() in summary.lower
 
 
+def _error_prefix(needle: str) -> str:
+    """The part of an error string a summary must quote: its first 60%, at least 40 chars."""
+    needle = _strip(needle, False)
+    k = max(min(len(needle), 40), math.ceil(0.6 * len(needle)))
+    return needle[:k]
+
+
 def _number_re(num: str) -> str:
     return r"(?<![\w.])" + re.escape(num)
 
@@ -111,7 +118,7 @@ def _pairs_in_window(summary: Summary, pairs: list[str], window: int) -> bool:
 def _decision_kept(summary: Summary, terms: list[str], window: int) -> bool:
     if len(terms) < 1:
         return False
-    need = max(2, math.ceil(0.75 * len(terms))) if len(terms) >= 2 else 1
+    need = max(2, math.ceil(2 * len(terms) / 3)) if len(terms) >= 2 else 1
     low = summary.lower
     first = terms[0].lower()
     for m in re.finditer(re.escape(first), low):
@@ -138,7 +145,7 @@ def item_kept(item: KeepItem, summary: Summary, *, decision_window: int = 240,
         return re.search(pat, summary.text) is not None
     if kind == "setting":
         pat = (r"(?<![\w-])" + re.escape(f["key"]) + r"(?![\w-])[^\n]{0,24}?"
-               + r"(?<![\w.])" + re.escape(f["value"]) + r"(?![\w.])")
+               + r"(?<![\w.])" + re.escape(f["value"]) + r"(?![\w]|\.\w)")
         return re.search(pat, summary.text) is not None
     if kind == "test_counts":
         return _pairs_in_window(summary, f["counts"], counts_window)
@@ -149,6 +156,8 @@ def item_kept(item: KeepItem, summary: Summary, *, decision_window: int = 240,
     if kind == "block_ref":
         return bool(summary.blocks & set(f["refs"]))
     needle = f.get("needle", item.text)
+    if item.cls == "error_strings":
+        return _contains(summary, _error_prefix(needle), code=False, case=True)
     if item.cls in ("user_intent", "open_questions"):
         return _contains(summary, needle, code=False, case=False)
     return _contains(summary, needle, code=item.cls == "signatures", case=True)

@@ -52,6 +52,7 @@ _TS_DIAG = re.compile(
     r"^(?P<path>[^\s(:]+\.(?:tsx?|jsx?|mts|cts|vue))(?:\((?P<l1>\d+),\d+\)|:(?P<l2>\d+):\d+)\s*[:-]\s*"
     r"(?P<sev>error|warning) (?P<code>TS\d+): (?P<msg>.+)$"
 )
+_JEST_EXPECT = re.compile(r"^\s*(?P<line>(?:Expected|Received)(?: \w+)?: .+)$")
 _JEST_FAIL = re.compile(r"^\s*● (?P<name>.+? › .+)$")
 _NODE_FRAME = re.compile(r"^\s*at (?:.+? \()?(?P<path>[^()\s]+?):(?P<line>\d+):\d+\)?$")
 _SHELL_ERR = re.compile(
@@ -113,6 +114,11 @@ def _scan_tracebacks(lines: list[str], key: str, c: Collector) -> set[int]:
     return used
 
 
+def _skeleton(msg: str) -> str:
+    """A log message with its numbers masked: one item per message shape, not per line."""
+    return re.sub(r"\d+", "#", msg.lower())
+
+
 def _log_message(msg: str) -> str:
     """The message of a log line without leading [component]/pid/tag noise."""
     return _LEADING_TAGS.sub("", msg.strip()).strip()
@@ -129,6 +135,7 @@ def scan_tool_output(text: str, key: str, c: Collector, *, last_counts: list) ->
     in_pytest_failure = False
     e_seen = False
     node_project_frame_seen = False
+    in_jest_failure = False
     for idx, raw in enumerate(lines):
         if idx in used:
             continue
@@ -177,6 +184,11 @@ def scan_tool_output(text: str, key: str, c: Collector, *, last_counts: list) ->
         m = _JEST_FAIL.match(line)
         if m:
             c.add("error_strings", "test_id", m.group("name"), key, S_TEST_ID)
+            in_jest_failure = True
+            continue
+        m = _JEST_EXPECT.match(line)
+        if m and in_jest_failure:
+            c.add("error_strings", "assertion", truncate(m.group("line"), 200), key, S_ASSERT)
             continue
         m = _NODE_FRAME.match(line)
         if m:
@@ -198,7 +210,7 @@ def scan_tool_output(text: str, key: str, c: Collector, *, last_counts: list) ->
             lvl = m.group("lvl").upper()
             msg = norm(m.group("q") or m.group("u"))
             c.add("error_strings", "log_error", truncate(msg, 200), key,
-                  S_LOG_WARN if lvl.startswith("WARN") else S_LOG_ERROR)
+                  S_LOG_WARN if lvl.startswith("WARN") else S_LOG_ERROR, skeleton=_skeleton(msg))
             continue
         m = _LOG_LEVEL.search(stripped)
         if m and m.start() < 60:  # the level sits in the line's prefix, not in free text
@@ -206,7 +218,7 @@ def scan_tool_output(text: str, key: str, c: Collector, *, last_counts: list) ->
             if len(msg) >= 6:
                 lvl = m.group("lvl")
                 c.add("error_strings", "log_error", truncate(msg, 200), key,
-                      S_LOG_WARN if lvl.startswith("WARN") else S_LOG_ERROR)
+                      S_LOG_WARN if lvl.startswith("WARN") else S_LOG_ERROR, skeleton=_skeleton(msg))
             continue
         m = _SHELL_ERR.match(stripped) or _PREFIX_ERR.match(stripped)
         if m:

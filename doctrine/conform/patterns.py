@@ -52,17 +52,16 @@ PATH_LINE_PATTERNS = [
 # Versions: x.y.z (three or more parts) with an optional range operator or a leading v;
 # two-part numbers only with an operator, to avoid decimals.
 VERSION_RE = re.compile(
-    r"(?<![\w.\-/])"
-    r"(?P<op>\^|~=?|[<>]=?|==|!=|@|v)?"
-    r"(?P<num>\d+\.\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.]+)?|(?<=[\^~<>=@])\d+\.\d+)"
-    r"(?![\w.])"
+    r"(?:(?P<op>\^|~=?|[<>]=?|==|!=|@)|(?<![\w.\-/])v?)"
+    r"(?P<num>\d+\.\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?|(?<=[\^~<>=@])\d+\.\d+)"
+    r"(?![\w]|\.\d)"
 )
 
 # Numbers with units. Single-letter units must touch the number (``5s``, ``2h``); longer
 # ones may be spaced (``512 MiB``).
 _LONG_UNITS = (
     r"ms|µs|us|ns|sec|secs|seconds?|mins?|minutes?|hrs?|hours?|days?|KB|MB|GB|TB|KiB|MiB|"
-    r"GiB|TiB|kB|kb|mb|gb|bytes|tokens|px|rps|qps|req/s|ops/s|fps|Mbps|Gbps|%"
+    r"GiB|TiB|Ki|Mi|Gi|Ti|kB|kb|mb|gb|bytes|tokens|px|rps|qps|req/s|ops/s|fps|Mbps|Gbps|%"
 )
 UNIT_VALUE_RE = re.compile(
     r"(?<![\w.])(?P<num>\d+(?:\.\d+)?)(?:(?P<sp>\s?)(?P<long>" + _LONG_UNITS + r")|(?P<short>[smhdBKkx×]))"

@@ -46,8 +46,8 @@ _CONSTRAINT_RE = re.compile(
     re.I,
 )
 _OPEN_RE = re.compile(
-    r"\b(?:still need to|still needs|need to (?:check|verify|confirm|decide|find out)|next(?: step)?:|"
-    r"todo:?|fixme|not yet|remaining:|left to do|open question|unclear (?:whether|if|why)|tbd)\b",
+    r"\b(?:(?:still need to|still needs|need to (?:check|verify|confirm|decide|find out)|todo|fixme|"
+    r"not yet|left to do|open question|unclear (?:whether|if|why)|tbd)\b|(?:next(?: step)?|remaining)\s*:)",
     re.I,
 )
 _ASK_RE = re.compile(
@@ -108,7 +108,8 @@ def scan_user_text(text: str, msg: str, c: Collector, *, first: bool) -> list[st
             c.add("user_intent", "constraint", span, msg, S_CONSTRAINT_FIRST if first else S_CONSTRAINT_LATER)
         elif first and _ASK_RE.match(s):
             c.add("user_intent", "ask", span, msg, S_ASK)
-        elif n == 0 or _ASK_RE.match(s):
+        elif (n == 0 or _ASK_RE.match(s)) and not s.endswith("?"):
+            # Later questions are open questions (below), not a change of goal.
             c.add("user_intent", "later_goal", span, msg, S_LATER_GOAL)
         if s.endswith("?"):
             questions.append(span)

@@ -72,10 +72,30 @@ def _obj(obj: dict, key: str, where: str) -> dict:
     return v
 
 
+_KEYS = {
+    "": {"format", "description", "classes", "min_salience", "tiers", "drop", "compression_ratio", "matching",
+         "limit_violation_factor"},
+    "drop": {"min_run_chars", "min_run_lines", "kgram_chars", "repeat_min", "max_share", "penalty", "report_chars"},
+    "compression_ratio": {"min", "min_source_tokens"},
+    "matching": {"decision_window_chars", "counts_window_chars"},
+}
+
+
+def _no_unknown(obj: dict, allowed: set[str], where: str) -> None:
+    # A misspelt key must fail loudly instead of silently leaving a default in force.
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise ConformanceConfigError(f"{where}: unknown key(s) {unknown}; expected {sorted(allowed)}")
+
+
 def parse_settings(data: Any, path: str, limits: dict | None = None) -> ConformanceSettings:
     """Validate a loaded conformance.json (``path`` is used in messages only)."""
     if not isinstance(data, dict) or not data:
         raise ConformanceConfigError(f"{path}: missing or empty; the checker reads every threshold from it")
+    _no_unknown(data, _KEYS[""], path)
+    for section in ("drop", "compression_ratio", "matching"):
+        if isinstance(data.get(section), dict):
+            _no_unknown(data[section], _KEYS[section], f"{path}: {section}")
     if data.get("format") != FORMAT:
         raise ConformanceConfigError(f"{path}: 'format' must be {FORMAT!r}, got {data.get('format')!r}")
     cls_obj = _obj(data, "classes", path)
@@ -87,6 +107,7 @@ def parse_settings(data: Any, path: str, limits: dict | None = None) -> Conforma
     for name in CLASSES:
         where = f"{path}: classes.{name}"
         c = _obj(cls_obj, name, f"{path}: classes")
+        _no_unknown(c, {"weight", "min_recall", "cap"}, where)
         cap = c.get("cap")
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
             raise ConformanceConfigError(f"{where}.cap: expected a positive integer")
@@ -94,6 +115,7 @@ def parse_settings(data: Any, path: str, limits: dict | None = None) -> Conforma
     tiers = _obj(data, "tiers", path)
     for t in ("1", "2", "3"):
         tv = _obj(tiers, t, f"{path}: tiers")
+        _no_unknown(tv, {"pass_score", "min_recall_factor"}, f"{path}: tiers.{t}")
         _num(tv, "pass_score", f"{path}: tiers.{t}", 0, 1)
         _num(tv, "min_recall_factor", f"{path}: tiers.{t}", 0, 1)
     drop = _obj(data, "drop", path)

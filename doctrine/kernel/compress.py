@@ -371,11 +371,13 @@ def apply_compression(ranges: list[CompressRange], messages: list[Message], stat
         except Exception as e:  # defensive: one broken range must not sink the others
             errors.append(f"range {label}: internal error: {type(e).__name__}: {e}")
 
+    if not created:
+        # Nothing applied: hand back the state as it came (no run id spent).
+        return _finish(state.copy(), [], errors, warnings, 0)
     tokens = sum(b.compressed_tokens for b in created)
     work.stats.compression_count += len(created)
     work.stats.tokens_compressed += tokens
-    if created:
-        reset_after_compress(work)
+    reset_after_compress(work)
     return _finish(work, created, errors, warnings, tokens)
 
 

@@ -34,6 +34,7 @@ HOSTS = ("acp-kernel", "bc-proxy", "bc-pi")
 PROXY_VERSIONS = (1, 2, 3)  # PERSIST_VERSION is 3; 2 never shipped a different shape
 PI_SIDECAR_SUFFIX = ".acp.json"
 PI_MAX_PARENT_HOPS = 8  # the host follows parentSession at most this deep
+PENDING_MAX_LINES = 200  # an applied event waits at most this long for its follow-ups
 
 
 @dataclass
@@ -326,15 +327,15 @@ def _json_compact(v: Any) -> str:
 
 def pi_entry_to_messages(entry: dict[str, Any]) -> list[Message]:
     """Convert one Pi session entry to flat messages (spec §1.1, Pi conventions)."""
+    etype = entry.get("type")
+    if etype not in ("message", "custom_message"):
+        return []  # model changes, labels, compactions...: not conversation
     eid = entry.get("id")
     if not isinstance(eid, str) or not eid:
-        raise ValueError("entry without a string id")
-    etype = entry.get("type")
+        raise ValueError(f"{etype} entry without a string id")
     if etype == "custom_message":
         text = _pi_text(entry.get("content"))
         return [Message(eid, "user", "text", text)] if text else []
-    if etype != "message":
-        return []
     msg = entry.get("message")
     if not isinstance(msg, dict):
         raise ValueError(f"entry {eid}: message is not an object")
@@ -477,12 +478,19 @@ _PREFIX = re.compile(r"^(\d{4}-\d\d-\d\dT[0-9:.]+Z?(?:[+-]\d\d:?\d\d)?) \[(\w+)\
 _SCOPE = re.compile(r"^\[([\w.:-]+)\] ?(.*)$")
 _KEY_AT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
 _NEXT_KEY = re.compile(r" ([A-Za-z_][A-Za-z0-9_]*)=")
+_SID = re.compile(r"(?:^| )sid=(\S+)")
+_COMPRESS_SCOPES = ("compress", "compress-in", "compress-out")
 _PROXY_OK = re.compile(r"\[Compressed (?P<refs>.+?) → (?P<n>\d+) block\(s\), "
                        r"~(?P<t>\d+) tokens saved\.(?P<rest>[^\]]*)\]")
 _PROXY_FAIL = re.compile(r"\[Compression FAILED: (?P<errs>.*?)\](?:\]|$)")
 _PROXY_RANGE = re.compile(r"(m\d+)\s*[–-]\s*(m\d+)")
 _NUDGE = re.compile(r"\bnudge (?:(?P<inject>INJECT) T(?P<tier>\d)|(?P<idle>idle))\b(?P<rest>.*)$")
 _FIELD = re.compile(r"([A-Za-z_][\w.]*)=([^\s,;]+)")
+
+
+_DECODER = json.JSONDecoder()
+_LITERALS = {"true": True, "false": False, "null": None}
+_INT = re.compile(r"-?(?:0|[1-9]\d*)")
 
 
 def parse_kv(body: str) -> dict[str, Any]:
@@ -493,9 +501,8 @@ def parse_kv(body: str) -> dict[str, Any]:
     or the end of the line is decoded (so an all-digit raw string reads as a number).
     """
     out: dict[str, Any] = {}
-    dec = json.JSONDecoder()
-    pos = 0
-    while pos < len(body):
+    pos, n = 0, len(body)
+    while pos < n:
         m = _KEY_AT.match(body, pos)
         if m is None:  # junk before the next key: skip it
             nxt = _NEXT_KEY.search(body, pos)
@@ -504,16 +511,25 @@ def parse_kv(body: str) -> dict[str, Any]:
             pos = nxt.start() + 1
             continue
         key, start = m.group(1), m.end()
-        end = None
-        try:
-            value, e = dec.raw_decode(body, start)
-            if e == len(body) or body[e] == " ":
-                end = e
-        except ValueError:
-            pass
-        if end is None:
+        end = body.find(" ", start)
+        end = n if end < 0 else end
+        token = body[start:end]
+        found = False
+        # Fast paths for the common scalars; containers and strings go through json.
+        if _INT.fullmatch(token):
+            value, found = int(token), True
+        elif token in _LITERALS:
+            value, found = _LITERALS[token], True
+        elif token[:1] in ('[', '{', '"') or token[:1] == "-" or token[:1].isdigit():
+            try:
+                value, e = _DECODER.raw_decode(body, start)
+                if e == n or body[e] == " ":
+                    end, found = e, True
+            except ValueError:
+                pass
+        if not found:
             nxt = _NEXT_KEY.search(body, start)
-            end = nxt.start() if nxt else len(body)
+            end = nxt.start() if nxt else n
             value = body[start:end]
         out[key] = value
         pos = end + 1
@@ -524,18 +540,31 @@ def iter_log(path: str | os.PathLike[str],
              stats: LogStats | None = None) -> Iterator[CompressEvent | NudgeEvent]:
     """Stream compress and nudge events from a Pi ``acp.log`` or a proxy ``bili.log``.
 
-    Pi writes ``compress-in``/``compress-out`` (debug) before ``event=applied``, and the
-    ``event=errors``/``event=warnings`` follow-ups right after it; an applied event is held
-    until the next line that is not one of its follow-ups, so they can be attached.
+    Pi writes ``compress-in``/``compress-out`` (debug) before ``event=applied`` and the
+    ``event=errors``/``event=warnings`` follow-ups right after it. An applied event is held
+    until its session logs another line (or PENDING_MAX_LINES lines pass, or the file ends),
+    so its follow-ups can be attached even when other sessions' lines come in between.
+    Events are yielded when complete; ``line_no`` gives their order in the file.
     """
     st = stats if stats is not None else LogStats()
     src = os.fspath(path)
-    pending: CompressEvent | None = None
+    pending: dict[str | None, CompressEvent] = {}  # by session id, in insertion order
     debug_in: dict[str, list[dict[str, Any]]] = {}
     debug_out: dict[str, dict[str, str]] = {}
+
+    def release(sid: str | None = None, before: int | None = None) -> Iterator[CompressEvent]:
+        for key in list(pending):
+            ev = pending[key]
+            if (before is None and key == sid) or (before is not None and ev.line_no < before):
+                del pending[key]
+                st.events += 1
+                yield ev
+
     with open(src, encoding="utf-8", errors="replace") as f:
         for line_no, raw in enumerate(f, start=1):
             st.lines += 1
+            if pending and line_no - PENDING_MAX_LINES > min(e.line_no for e in pending.values()):
+                yield from release(before=line_no - PENDING_MAX_LINES)
             line = raw.rstrip("\r\n")
             if not line.strip():
                 st.blank += 1
@@ -544,62 +573,66 @@ def iter_log(path: str | os.PathLike[str],
             if m is None:
                 st.malformed += 1  # e.g. continuation lines of a logged stack trace
                 continue
-            ts, level, rest = m.groups()
+            ts, _level, rest = m.groups()
             sm = _SCOPE.match(rest)
-            if sm is not None and "=" in sm.group(2):
-                scope, body = sm.groups()
-                fields = parse_kv(body)
-                sid = None if fields.get("sid") is None else str(fields["sid"])
-                event = fields.get("event")
-                if scope == "compress" and event in ("errors", "warnings"):
-                    if pending is not None and pending.session_id == sid:
-                        _attach_followup(pending, event, fields)
-                    else:
-                        st.orphan_followups += 1
-                    continue
-                if pending is not None:
-                    st.events += 1
-                    yield pending
-                    pending = None
-                if scope == "compress-in" and sid:
-                    spans = fields.get("spans")
-                    debug_in[sid] = spans if isinstance(spans, list) else []
+            if sm is None or "=" not in sm.group(2):
+                found = _proxy_event(ts, rest, src, line_no)
+                if found is None:
                     st.other += 1
-                elif scope == "compress-out" and sid:
-                    blocks = fields.get("newBlocks")
-                    debug_out[sid] = {b["blockId"]: b.get("summary", "") for b in blocks or []
-                                      if isinstance(b, dict) and isinstance(b.get("blockId"), str)
-                                      and isinstance(b.get("summary", ""), str)} \
-                        if isinstance(blocks, list) else {}
-                    st.other += 1
-                elif scope == "compress" and event == "applied":
-                    ev = _applied_event(ts, sid, fields, src, line_no)
-                    if ev is None:
-                        st.malformed += 1
-                        continue
-                    ev.spans = debug_in.pop(sid or "", [])
-                    ev.summaries = debug_out.pop(sid or "", {})
-                    pending = ev
+                elif isinstance(found, NudgeEvent):
+                    st.nudges += 1
+                    yield found
                 else:
-                    st.other += 1
+                    st.events += 1
+                    yield found
                 continue
-            if pending is not None:
-                st.events += 1
-                yield pending
-                pending = None
-            found = _proxy_event(ts, rest, src, line_no)
-            if found is None:
+            scope, body = sm.groups()
+            if scope not in _COMPRESS_SCOPES:
+                # Only the session id matters here: it completes that session's event.
+                sm_sid = _SID.search(body)
+                sid = sm_sid.group(1) if sm_sid else None
+                if sid in pending:
+                    yield from release(sid)
                 st.other += 1
                 continue
-            if isinstance(found, NudgeEvent):
-                st.nudges += 1
+            fields = parse_kv(body)
+            sid = None if fields.get("sid") is None else str(fields["sid"])
+            event = fields.get("event")
+            if scope == "compress" and event in ("errors", "warnings"):
+                if sid in pending:
+                    _attach_followup(pending[sid], event, fields)
+                else:
+                    st.orphan_followups += 1
+                continue
+            if sid in pending:  # this session moved on: its event is complete
+                yield from release(sid)
+            if scope == "compress-in" and sid:
+                spans = fields.get("spans")
+                debug_in[sid] = spans if isinstance(spans, list) else []
+                st.other += 1
+            elif scope == "compress-out" and sid:
+                debug_out[sid] = _summaries(fields.get("newBlocks"))
+                st.other += 1
+            elif scope == "compress" and event == "applied":
+                ev = _applied_event(ts, sid, fields, src, line_no)
+                if ev is None:
+                    st.malformed += 1
+                    continue
+                ev.spans = debug_in.pop(sid or "", [])
+                ev.summaries = debug_out.pop(sid or "", {})
+                pending[sid] = ev
             else:
-                st.events += 1
-            yield found
-    if pending is not None:
-        st.events += 1
-        yield pending
+                st.other += 1
+    yield from release(before=st.lines + 1)
     return st
+
+
+def _summaries(blocks: Any) -> dict[str, str]:
+    if not isinstance(blocks, list):
+        return {}
+    return {b["blockId"]: b["summary"] for b in blocks
+            if isinstance(b, dict) and isinstance(b.get("blockId"), str)
+            and isinstance(b.get("summary"), str)}
 
 
 def read_log(path: str | os.PathLike[str], stats: LogStats | None = None) -> Iterator[CompressEvent]:

@@ -20,8 +20,9 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
+from functools import lru_cache
 
 from doctrine.kernel.messages import Message
 from doctrine.kernel.state import Block, CompressionState
@@ -48,6 +49,7 @@ _FUZZY_SPLIT = re.compile(r"[\s,]+")
 
 
 # ---------------------------------------------------------------------- tokenizer
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """The kernel's light suffix stripper (spec §10.2); words of 3 chars or less are kept."""
     w = word
@@ -97,7 +99,12 @@ def tokenize(text: str, *, use_stem: bool = True) -> list[str]:
 
 def char_bigrams(text: str) -> list[str]:
     """Character bigrams with no whitespace in them."""
-    return [text[i:i + 2] for i in range(len(text) - 1) if text[i:i + 2].strip() == text[i:i + 2]]
+    return [a + b for a, b in zip(text, text[1:]) if not (a.isspace() or b.isspace())]
+
+
+def _bigram_set(text: str) -> set[str]:
+    # Split on whitespace first: no bigram spans it, and the pieces are cheap to pair up.
+    return {w[i:i + 2] for w in text.split() for i in range(len(w) - 1)}
 
 
 # ---------------------------------------------------------------------- documents
@@ -115,6 +122,19 @@ class SearchDoc:
     tokens: int | None = None
     preview_text: str | None = None  # what the preview is cut from (default: text)
     block: Block | None = None
+    # Per-document features, computed on first use so repeated searches reuse them.
+    _tf: Counter | None = field(default=None, init=False, repr=False, compare=False)
+    _grams: set[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def term_freqs(self) -> Counter:
+        if self._tf is None:
+            self._tf = Counter(tokenize(self.text))
+        return self._tf
+
+    def bigrams(self) -> set[str]:
+        if self._grams is None:
+            self._grams = _bigram_set(self.text.lower())
+        return self._grams
 
 
 @dataclass
@@ -175,7 +195,7 @@ def build_message_docs(messages: Iterable[Message], state: CompressionState, *,
 # ---------------------------------------------------------------------- scoring
 def bm25_scores(docs: Sequence[SearchDoc], query: str) -> list[float]:
     """BM25 (k1 1.2, b 0.75) over stemmed tokens; repeated query terms count again."""
-    tfs = [Counter(tokenize(d.text)) for d in docs]
+    tfs = [d.term_freqs() for d in docs]
     lens = [sum(tf.values()) for tf in tfs]
     n = len(docs)
     avgdl = (sum(lens) / n) if n else 0.0
@@ -187,7 +207,7 @@ def bm25_scores(docs: Sequence[SearchDoc], query: str) -> list[float]:
         df = sum(1 for tf in tfs if t in tf)
         idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
     scores = []
-    for tf, dl in zip(tfs, lens):
+    for tf, dl in zip(tfs, lens, strict=True):
         s = 0.0
         for t in q_terms:
             f = tf.get(t, 0)
@@ -206,7 +226,7 @@ def fuzzy_scores(docs: Sequence[SearchDoc], query: str) -> list[float]:
         return [0.0] * len(docs)
     out = []
     for d in docs:
-        grams = set(char_bigrams(d.text.lower()))
+        grams = d.bigrams()
         out.append(sum(1 for g in q_grams if g in grams) / len(q_grams))
     return out
 
@@ -217,7 +237,7 @@ def hybrid_scores(docs: Sequence[SearchDoc], query: str) -> list[float]:
     fz = fuzzy_scores(docs, query)
     max_bm = max(bm + [SCORE_FLOOR])
     max_fz = max(fz + [SCORE_FLOOR])
-    return [W_BM25 * b / max_bm + W_FUZZY * f / max_fz for b, f in zip(bm, fz)]
+    return [W_BM25 * b / max_bm + W_FUZZY * f / max_fz for b, f in zip(bm, fz, strict=True)]
 
 
 def _lower_same_length(text: str) -> str:
@@ -290,7 +310,7 @@ def search_context(query: str, state: CompressionState,
         return []
     scores = hybrid_scores(docs, query)
     results = []
-    for d, s in zip(docs, scores):
+    for d, s in zip(docs, scores, strict=True):
         w = weights.get("block" if d.kind == "block" else (d.role or ""), 1.0)
         score = s * w
         if score < min_score:

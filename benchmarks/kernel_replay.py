@@ -1,0 +1,114 @@
+"""Replay a synthetic 10,000-message session through the kernel, turn by turn.
+
+    /work/venv-dev/bin/python benchmarks/kernel_replay.py [--messages 10000] [--seed 0]
+
+Each turn appends a user message, a tool call and its result, and an assistant answer, then
+runs ``process_turn`` over the whole history (as a host does before every model call). When
+the kernel nudges, a scripted "model" compresses the listed ranges in one call, and the call
+and its result join the history. Prints the mean time per turn near 1K, 5K and 10K messages
+(the cost should grow no faster than linearly with history) and the total wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+
+from doctrine.kernel import (
+    CompressionState,
+    CompressRange,
+    KernelConfig,
+    Message,
+    apply_compression,
+    default_count_tokens,
+    process_turn,
+)
+
+CHECKPOINTS = (1000, 5000, 10000)
+WINDOW = 20  # turns averaged around each checkpoint
+
+
+def synthetic_turn(i: int, rnd: random.Random) -> list[Message]:
+    cid = f"call{i}"
+    tool = rnd.choice(["read", "bash", "grep", "edit"])
+    return [
+        Message(f"u{i}", "user", "text", f"Step {i}: " + "please continue with the task " * rnd.randint(2, 20)),
+        Message(f"c{i}", "assistant", "tool-call", json.dumps({"path": f"src/mod{i % 97}.py"}), tool, cid),
+        Message(f"t{i}", "tool", "tool-result", f"output {i}\n" + "x = compute(y)\n" * rnd.randint(20, 400),
+                tool, cid),
+        Message(f"a{i}", "assistant", "text", "Done with this step; next I will check the tests. " * rnd.randint(1, 6)),
+    ]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--messages", type=int, default=10000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--limit", type=int, default=200000, help="model context limit")
+    args = ap.parse_args()
+
+    rnd = random.Random(args.seed)
+    cfg = KernelConfig.for_limit(args.limit)
+    state = CompressionState.initial()
+    history: list[Message] = []
+    token_count = 0
+    samples: dict[int, list[float]] = {c: [] for c in CHECKPOINTS if c <= args.messages}
+    compress_times: list[float] = []
+    n_turns = nudges = blocks = 0
+    t_start = time.perf_counter()
+    i = 0
+    while len(history) < args.messages:
+        history.extend(synthetic_turn(i, rnd))
+        t0 = time.perf_counter()
+        turn = process_turn(history, state, cfg, token_count)
+        dt = time.perf_counter() - t0
+        n_turns += 1
+        state = turn.state
+        for c in samples:
+            if abs(len(history) - c) <= WINDOW * 2:
+                samples[c].append(dt)
+        # The host's next estimate: what it just sent (the proxy uses the upstream count).
+        token_count = sum(default_count_tokens(m.text) for m in turn.messages) + 1500
+        if turn.nudge.should_inject:
+            nudges += 1
+            ranges = [CompressRange(r.start_ref, r.end_ref,
+                                    f"Summary of {r.start_ref}..{r.end_ref}: kept paths, values and decisions. " * 3)
+                      for r in turn.nudge.compressible_ranges]
+            if turn.nudge.tier in (2, 3) and turn.nudge.tier_target_blocks:
+                t = turn.nudge.tier_target_blocks
+                ranges = [CompressRange(t[0].block_id, t[-1].block_id, "Tier summary: decisions and outcomes. " * 4)]
+            cid = f"compress{i}"
+            t0 = time.perf_counter()
+            res = apply_compression(ranges, history, state, cfg, compress_call_id=cid)
+            compress_times.append(time.perf_counter() - t0)
+            state = res.state
+            blocks += res.blocks_created
+            history.append(Message(f"pc{i}", "assistant", "tool-call",
+                                   json.dumps({"content": [{"startId": r.start_ref, "endId": r.end_ref,
+                                                            "summary": r.summary} for r in ranges]}),
+                                   "compress", cid))
+            history.append(Message(f"pr{i}", "tool", "tool-result", res.text, "compress", cid))
+        i += 1
+    total = time.perf_counter() - t_start
+
+    print(f"messages={len(history)} turns={n_turns} nudges={nudges} blocks={blocks} "
+          f"active_blocks={sum(b.active for b in state.blocks)} last_view={len(turn.messages)} msgs")
+    base = None
+    for c, xs in samples.items():
+        if not xs:
+            continue
+        ms = statistics.mean(xs) * 1000
+        base = base or ms / c
+        print(f"  at ~{c:>6} messages: {ms:8.2f} ms/turn  ({ms / c * 1000:6.2f} us per message in history,"
+              f" x{ms / c / base:4.2f} of the 1K rate)")
+    if compress_times:
+        print(f"  apply_compression: mean {statistics.mean(compress_times) * 1000:.2f} ms, "
+              f"max {max(compress_times) * 1000:.2f} ms over {len(compress_times)} calls")
+    print(f"total wall time: {total:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
