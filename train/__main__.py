@@ -53,6 +53,17 @@ def _cmd_tiny_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from .export import ExportError, export_adapter
+
+    try:
+        export_adapter(args.run, merge=args.merge)
+    except ExportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m train", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -61,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     mi.add_argument("spec", help="embedded:NAME, ORG/NAME[@REV] or a local folder")
     mi.add_argument("--json", action="store_true", help="print JSON instead of a table")
     mi.set_defaults(func=_cmd_model_info)
+    ex = sub.add_parser("export", help="write runs/<name>/adapter for vLLM serving")
+    ex.add_argument("run", help="the run folder, runs/<name>")
+    ex.add_argument("--merge", action="store_true", help="also write merged full weights (safetensors)")
+    ex.set_defaults(func=_cmd_export)
     tm = sub.add_parser("tiny-model", help="build the tiny test model into OUT")
     tm.add_argument("out")
     tm.add_argument("--layers", type=int, default=2)

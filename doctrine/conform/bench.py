@@ -23,7 +23,7 @@ def synthetic_session(lines: int) -> list[dict]:
                    f"processed job {n} in {100 + n % 50}ms (queue depth {n % 7}, mem {300 + n % 20} MiB)")
         if n % 97 == 13:
             log.append(f"2026-12-01T10:{n // 60 % 60:02d}:{n % 60:02d}Z ERROR [db] deadlock detected on jobs, retry {n % 5}")
-    view = "\n".join(f"{i:6d}\t{'def f%d(x):' % i if i % 10 == 0 else '    return x + %d' % i}" for i in range(1, 400))
+    view = "\n".join(f"{i:6d}\t" + (f"def f{i}(x):" if i % 10 == 0 else f"    return x + {i}") for i in range(1, 400))
 
     def call(i, name, args):
         return {"id": f"m{i:05d}", "role": "assistant", "content": None, "tool_calls": [

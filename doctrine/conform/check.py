@@ -23,7 +23,11 @@ _SOURCE_HEADER = re.compile(r"^[\s>*_`#-]*Source:?[*_`]*\s*(?P<ids>b\d+(?:\s*\+\
 
 @dataclass
 class ClassResult:
-    """Recall of one KEEP class. ``recall`` is salience-weighted (kept / found salience)."""
+    """Recall of one KEEP class. ``recall`` is salience-weighted (kept / found salience).
+
+    A class with no candidate in the source has ``found == 0``, ``recall == 1.0`` and
+    ``scored == False``: it does not enter the score.
+    """
 
     found: int
     kept: int
@@ -31,6 +35,7 @@ class ClassResult:
     missed: list[str] = field(default_factory=list)
     min_recall: float = 0.0
     weight: float = 0.0
+    scored: bool = False
 
 
 @dataclass
@@ -147,7 +152,7 @@ def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine
         recall = round(sum(it.salience for it in kept) / total, 4) if total else 1.0
         need = round(cs.min_recall * tier_cfg["min_recall_factor"], 4)
         missed = [it.text for it in found if it not in kept]
-        classes[name] = ClassResult(len(found), len(kept), recall, missed, need, cs.weight)
+        classes[name] = ClassResult(len(found), len(kept), recall, missed, need, cs.weight, bool(found))
         if found:
             num += cs.weight * recall
             den += cs.weight
@@ -156,6 +161,8 @@ def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine
                 reasons.append(f"{name}: recall {recall:.2f} under the minimum {need:.2f} "
                                f"(kept {len(kept)} of {len(found)})")
     recall_score = num / den if den else 1.0
+    if not den:
+        reasons.append("no KEEP candidates in the source: the score reflects only limits and DROP checks")
 
     d = settings.drop
     # Tool output must not be pasted; at tier 2/3 neither may the source summaries be.

@@ -95,12 +95,19 @@ def scan_values(text: str, msg: str, c: Collector, *, base: float, config_file: 
     threshold-named ``key=val`` pairs are.
     """
     lines = text.split("\n")
-    shapes = Counter(_SKELETON_DIGITS.sub("#", ln) for ln in lines)
-    for line in lines:
+    skeletons = [_SKELETON_DIGITS.sub("#", ln) for ln in lines]
+    shapes = Counter(skeletons)
+    done: set[str] = set()
+    for line, skel in zip(lines, skeletons, strict=True):
         if not line.strip() or len(line) > 2000:
             continue
-        # A line whose shape repeats (a status series) has no single value worth keeping.
-        series = shapes[_SKELETON_DIGITS.sub("#", line)] >= 3
+        # A line whose shape repeats (a status series) has no single value worth keeping;
+        # its settings are read from the first line of the series only.
+        series = shapes[skel] >= 3
+        if series:
+            if skel in done:
+                continue
+            done.add(skel)
         boost = 0.2 if _THRESHOLD_WORDS.search(line) else 0.0
         if hashes:
             for m in _HASH.finditer(line):

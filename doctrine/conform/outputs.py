@@ -65,6 +65,23 @@ _LOGFMT = re.compile(r'\blevel=(?P<lvl>error|fatal|warn|warning)\b.*?\bmsg=(?:"(
 _LEADING_TAGS = re.compile(r"^(?:\[[^\]]{1,40}\]\s*|[\w.-]{1,40}:\s(?=\S)|-\s)+")
 
 
+# A line can match one of the patterns below only if it holds one of these (lower-cased)
+# substrings or starts like a stack frame, an "E" line or a section rule. In a long log
+# most lines hold none, and skipping them keeps extraction fast.
+_KEYWORDS = (
+    "error", "fail", "fatal", "exception", "warn", "critical", "panic", "severe", "denied", "not found",
+    "no such", "killed", "refused", "segmentation", "cannot access", "passed", "skipped", "deselected",
+    "rerun", "xpass", "exit", "interrupt", "fault", "timeout", "invalid", "stopiteration", "\u25cf",
+    "expected", "received", "traceback", "::", "tests:", "err!",
+)
+_LINE_START = re.compile(r"\s*(?:at\s|E(?:\s|$))|[_=-]{5}|.*\.py:\d")
+
+
+def _interesting(line: str) -> bool:
+    low = line.lower()
+    return any(k in low for k in _KEYWORDS) or _LINE_START.match(line) is not None
+
+
 def _lines(text: str) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
@@ -97,7 +114,7 @@ def _scan_tracebacks(lines: list[str], key: str, c: Collector) -> set[int]:
                 break
             j += 1
         project = [f for f in frames if not _LIB_PATH.search(f[0])]
-        for n, (path, line, _fn, _code) in enumerate(frames):
+        for path, line, _fn, _code in frames:
             if _LIB_PATH.search(path):
                 s = S_FRAME_LIBRARY
             else:
@@ -141,7 +158,7 @@ def scan_tool_output(text: str, key: str, c: Collector, *, last_counts: list) ->
             continue
         line = raw.rstrip()
         stripped = line.strip()
-        if not stripped:
+        if not stripped or not _interesting(line):
             continue
         m = _PYTEST_COUNTS.match(stripped)
         if m:

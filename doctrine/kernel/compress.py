@@ -7,6 +7,7 @@ warning string in the result, and a failed call returns the state unchanged.
 from __future__ import annotations
 
 import time
+from itertools import repeat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -75,8 +76,9 @@ class _View:
         i = self.index_of.get(SUMMARY_ID_PREFIX + b.block_id)
         if i is not None:
             return i
-        idxs = [self.index_of[mid] for mid in b.effective_message_ids if mid in self.index_of]
-        return min(idxs) if idxs else None
+        n = len(self.messages)
+        i = min(map(self.index_of.get, b.effective_message_ids, repeat(n)), default=n)
+        return None if i == n else i
 
     def nested(self, start: int, end: int) -> list[Block]:
         out = []

@@ -7,7 +7,7 @@ ride along untouched in ``extra``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 ROLES = ("user", "assistant", "system", "tool")
@@ -31,7 +31,8 @@ class Message:
 
     def with_text(self, text: str) -> Message:
         """A copy with new text (the original is left alone)."""
-        return replace(self, text=text, extra=dict(self.extra))
+        return Message(self.id, self.role, self.content_type, text, self.tool_name,
+                       self.tool_call_id, dict(self.extra) if self.extra else {})
 
     def to_dict(self) -> dict[str, Any]:
         """snake_case dict; None fields and an empty ``extra`` are omitted."""

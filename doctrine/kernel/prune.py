@@ -7,6 +7,8 @@ orphan strips tidy tool pairs and reasoning runs.
 
 from __future__ import annotations
 
+from itertools import repeat
+
 from doctrine.kernel.messages import Message
 from doctrine.kernel.protection import COMPRESS_TOOL
 from doctrine.kernel.state import SUMMARY_ID_PREFIX, Block, CompressionState
@@ -51,34 +53,36 @@ def prune(messages: list[Message], state: CompressionState) -> list[Message]:
         return list(messages)
 
     first_user = first_user_index(messages)
-    index_of: dict[str, int] = {}
-    for i, m in enumerate(messages):
-        index_of.setdefault(m.id, i)
+    n = len(messages)
+    ids = [m.id for m in messages]
+    # First occurrence wins: assign from the back so earlier indices overwrite later ones.
+    index_of = dict(zip(reversed(ids), range(n - 1, -1, -1)))
     emitted = {SUMMARY_ID_PREFIX + b.block_id for b in active}
 
     # Anchor of each block: an existing summary message, else its earliest raw id, else 0.
     anchors: dict[int, list[Block]] = {}
     for b in active:
-        sid = SUMMARY_ID_PREFIX + b.block_id
-        i = index_of.get(sid)
+        i = index_of.get(SUMMARY_ID_PREFIX + b.block_id)
         if i is None or messages[i].role != "system" or messages[i].content_type != "text":
-            idxs = [index_of[mid] for mid in b.effective_message_ids if mid in index_of]
-            i = min(idxs) if idxs else 0
+            i = min(map(index_of.get, b.effective_message_ids, repeat(n)), default=n)
+            if i == n:
+                i = 0
         anchors.setdefault(i, []).append(b)
 
+    drop = covered | emitted  # covered messages and stale copies of re-emitted summaries
+    if first_user is not None:
+        drop.discard(messages[first_user].id)  # the first user message always stays
     out: list[Message] = []
-    n = len(messages)
-    for i, m in enumerate(messages):
-        for b in anchors.get(i, ()):
-            out.append(summary_message(b))
-        if m.id in emitted:  # stale copy of a summary we re-emit
-            continue
-        if m.id in covered and i != first_user:
-            continue
-        out.append(m)
+    prev = 0
+    for i in sorted(anchors):
+        if i >= n:
+            break
+        out.extend([m for m in messages[prev:i] if m.id not in drop])
+        out.extend(summary_message(b) for b in anchors[i])
+        prev = i
+    out.extend([m for m in messages[prev:] if m.id not in drop])
     for i in sorted(k for k in anchors if k >= n):
-        for b in anchors[i]:
-            out.append(summary_message(b))
+        out.extend(summary_message(b) for b in anchors[i])
     return strip_orphans(out)
 
 

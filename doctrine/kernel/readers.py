@@ -560,6 +560,7 @@ def iter_log(path: str | os.PathLike[str],
                 st.events += 1
                 yield ev
 
+    line_no = 0
     with open(src, encoding="utf-8", errors="replace") as f:
         for line_no, raw in enumerate(f, start=1):
             st.lines += 1
@@ -623,7 +624,7 @@ def iter_log(path: str | os.PathLike[str],
                 pending[sid] = ev
             else:
                 st.other += 1
-    yield from release(before=st.lines + 1)
+    yield from release(before=line_no + 1)
     return st
 
 
@@ -663,9 +664,8 @@ def _applied_event(ts: str, sid: str | None, fields: dict[str, Any], src: str,
     ids = fields.get("newBlockIds", [])
     if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
         return None
-    # The host slices the last `blocksCreated` blocks; with 0 created, slice(-0) lists every
-    # block. Keep only the ones this call really created.
-    ids = ids[len(ids) - created:] if 0 < created <= len(ids) else ([] if created == 0 else ids)
+    if created == 0:
+        ids = []  # the host slices the last `blocksCreated` blocks, and slice(-0) is all of them
     return CompressEvent(
         ts=ts, host="bc-pi", session_id=sid, blocks_created=created, tokens_compressed=tokens,
         before_tokens=_int_field(fields, "beforeTokens"),

@@ -64,17 +64,14 @@ def lookup_ref(text: str, state: CompressionState) -> str | None:
 def _highest_index(state: CompressionState) -> int:
     refs = set(state.by_raw.values())
     refs.discard(BLOCKED)
-    best = 0
-    if refs:
-        # Well-formed refs share one width, so the string maximum is the numeric maximum;
-        # the fallback handles hand-written states with odd spellings.
-        top = max(refs)
-        idx = ref_index(top)
-        if idx is not None and all(len(r) == 6 for r in refs):
-            best = idx
-        else:
-            best = max((ref_index(r) or 0) for r in refs)
-    return best
+    if not refs:
+        return 0
+    # Refs we write are all 6 characters wide, so the string maximum is the numeric one;
+    # a state with odd spellings (which sort above "m9....") takes the slow path.
+    idx = ref_index(max(refs))
+    if idx is not None:
+        return idx
+    return max((ref_index(r) or parse_message_ref(r) or 0) for r in refs)
 
 
 def assign_refs(messages: list[Message], state: CompressionState, config: KernelConfig) -> None:

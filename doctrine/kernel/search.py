@@ -99,7 +99,7 @@ def tokenize(text: str, *, use_stem: bool = True) -> list[str]:
 
 def char_bigrams(text: str) -> list[str]:
     """Character bigrams with no whitespace in them."""
-    return [a + b for a, b in zip(text, text[1:]) if not (a.isspace() or b.isspace())]
+    return [a + b for a, b in zip(text, text[1:], strict=False) if not (a.isspace() or b.isspace())]
 
 
 def _bigram_set(text: str) -> set[str]:
@@ -270,11 +270,13 @@ def make_preview(text: str, query: str, length: int = PREVIEW_LENGTH) -> str:
 
 
 # ---------------------------------------------------------------------- entry points
-def search_active_blocks(query: str, state: CompressionState) -> list[Block]:
+def search_active_blocks(query: str, state: CompressionState,
+                         limit: int | None = None) -> list[Block]:
     """The legacy block search (spec §10.1): active blocks with score > 0.1, best first.
 
     Per query term: min(0.15 x topic hits, 0.45) + min(0.04 x summary hits, 0.2), using
-    non-overlapping substring counts; the total is capped at 1.
+    non-overlapping substring counts; the total is capped at 1. The proxy's tool keeps the
+    first ``limit`` (5 by default there).
     """
     terms = query.lower().split()
     if not terms:
@@ -291,7 +293,8 @@ def search_active_blocks(query: str, state: CompressionState) -> list[Block]:
         if s > 0.1:
             scored.append((s, b))
     scored.sort(key=lambda x: -x[0])  # stable: ties keep state order
-    return [b for _, b in scored]
+    found = [b for _, b in scored]
+    return found if limit is None else found[:max(0, int(limit))]
 
 
 def search_context(query: str, state: CompressionState,
@@ -373,6 +376,8 @@ def render_search_result(results: Sequence[SearchResult | Block], query: str, n_
     ``search_active_blocks`` output or block results.
     """
     if style == "proxy":
+        if not query:
+            return "[search_context FAILED: query is required]"
         entries = [e for e in (_proxy_entry(r) for r in results) if e]
         if not entries:
             return f'[No blocks matched "{query}"]'

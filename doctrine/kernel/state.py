@@ -59,25 +59,13 @@ class Block:
     end_ref: str | None = None
 
     def copy(self) -> Block:
-        return Block(
-            block_id=self.block_id,
-            run_id=self.run_id,
-            tier=self.tier,
-            summary=self.summary,
-            direct_message_ids=list(self.direct_message_ids),
-            effective_message_ids=list(self.effective_message_ids),
-            direct_block_ids=list(self.direct_block_ids),
-            compressed_tokens=self.compressed_tokens,
-            created_at=self.created_at,
-            survived_count=self.survived_count,
-            generation=self.generation,
-            active=self.active,
-            topic=self.topic,
-            duration_ms=self.duration_ms,
-            compress_call_id=self.compress_call_id,
-            start_ref=self.start_ref,
-            end_ref=self.end_ref,
-        )
+        # Hot path (every turn copies every block): copy the attribute dict directly.
+        new = object.__new__(Block)
+        new.__dict__.update(self.__dict__)
+        new.direct_message_ids = list(self.direct_message_ids)
+        new.effective_message_ids = list(self.effective_message_ids)
+        new.direct_block_ids = list(self.direct_block_ids)
+        return new
 
     @property
     def summary_message_id(self) -> str:

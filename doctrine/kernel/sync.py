@@ -8,7 +8,7 @@ still present. Survival then counts the turns each active block has lived throug
 from __future__ import annotations
 
 from doctrine.kernel.messages import Message
-from doctrine.kernel.state import BLOCKED, SUMMARY_ID_PREFIX, CompressionState
+from doctrine.kernel.state import SUMMARY_ID_PREFIX, CompressionState
 
 
 def consumed_block_ids(state: CompressionState) -> set[str]:
@@ -30,15 +30,17 @@ def sync_blocks(messages: list[Message], state: CompressionState) -> None:
         if b.block_id in consumed:
             b.active = False
             continue
-        b.active = (SUMMARY_ID_PREFIX + b.block_id) in present or any(
-            mid in present for mid in b.effective_message_ids
+        b.active = (SUMMARY_ID_PREFIX + b.block_id) in present or not present.isdisjoint(
+            b.effective_message_ids
         )
-    if state.token_snapshot:
-        carried = {state.by_raw.get(mid) for mid in present}
-        carried.discard(None)
-        carried.discard(BLOCKED)
-        kept = {r: t for r, t in state.token_snapshot.items() if r in carried}
-        if len(kept) != len(state.token_snapshot):
+    snap = state.token_snapshot
+    if snap:
+        by_ref = state.by_ref
+        absent = [r for r in snap if by_ref.get(r) not in present]
+        if absent:
+            kept = dict(snap)
+            for r in absent:
+                del kept[r]
             state.token_snapshot = kept
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from doctrine.runs import write_manifest
+from doctrine.spec import load_doctrine
 
 TOOLS = [
     {"type": "function", "function": {"name": "compress", "description": "Fold consumed messages into a summary block.",
@@ -22,6 +23,12 @@ TOOLS = [
 
 def call(cid: str, name: str, args: dict) -> dict:
     return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def _doctrine_sha() -> str:
+    from doctrine.spec import load_doctrine
+
+    return load_doctrine("v1").sha256
 
 
 def make_row(i: int, kind: str) -> dict:
@@ -45,7 +52,7 @@ def make_row(i: int, kind: str) -> dict:
         target = {"role": "assistant", "content": "", "tool_calls": [call(f"c{i}c", "bash", {"cmd": f"sed -n {5 + i},{20 + i}p {path}"})]}
     return {"messages": history + [target], "tools": json.dumps(TOOLS),
             "meta": {"kind": kind, "source": "synthetic", "session_id": f"s{i}", "doctrine_version": "v1",
-                     "doctrine_sha256": "0" * 64, "labeler": "fixture", "prompt_mode": "distilled"}}
+                     "doctrine_sha256": _doctrine_sha(), "labeler": "fixture", "prompt_mode": "distilled"}}
 
 
 def build_sft_data(root: Path, n_train: int = 12, n_val: int = 4) -> Path:
@@ -57,7 +64,7 @@ def build_sft_data(root: Path, n_train: int = 12, n_val: int = 4) -> Path:
         (root / split).mkdir(parents=True, exist_ok=True)
         Dataset.from_list(rows).to_parquet(str(root / split / "shard-00000.parquet"))
     write_manifest(root, stage="data", counts={"train": n_train, "validation": n_val},
-                   doctrine={"version": "v1", "sha256": "0" * 64})
+                   doctrine=load_doctrine("v1").to_manifest())
     return root
 
 

@@ -229,3 +229,42 @@ def test_a_summary_of_all_item_texts_passes_by_construction(load_source):
         report = check_summary(msgs, summary)
         assert all(r.recall == 1.0 for r in report.classes.values()), (name, report.reasons)
         assert report.passed, (name, report.reasons)
+
+
+DIFF = """diff --git a/app/limits.py b/app/limits.py
+index 1a2b3c4..5d6e7f8 100644
+--- a/app/limits.py
++++ b/app/limits.py
+@@ -8,7 +8,7 @@ def rate_limit(user: User) -> int:
+     if user.is_admin:
+         return 0
+-    return 100
++    return MAX_REQUESTS_PER_MINUTE  # was 100
+"""
+
+
+def test_diffs_yield_added_lines_hunk_locations_and_context_signatures():
+    items = extract_keep_items(bash_turn(1, "git diff", DIFF))
+    assert "app/limits.py:8" in texts(items, "paths_with_lines")
+    sigs = texts(items, "signatures")
+    assert "return MAX_REQUESTS_PER_MINUTE # was 100" in sigs
+    assert "def rate_limit(user: User) -> int:" in sigs
+    assert "return 100" not in sigs  # removed lines are history, not state
+
+
+def test_ref_tags_are_not_content(load_source):
+    from doctrine.conform import check_summary
+
+    src = load_source("pytest_failure")
+    untagged = []
+    for m in src:
+        m = dict(m)
+        if isinstance(m.get("content"), str):
+            from doctrine.conform.messages import strip_acp_tags
+
+            m["content"] = strip_acp_tags(m["content"])[0]
+        untagged.append(m)
+    a, b = check_summary(src, "m00001-m00016 " + "x" * 60), check_summary(untagged, "m00001-m00016 " + "x" * 60)
+    assert a.source_tokens == b.source_tokens
+    # The tags carried the tool results' refs; without them those messages have none.
+    assert [i.text for i in extract_keep_items(src)["message_refs"]] == ["m00001", "m00016"]

@@ -138,6 +138,7 @@ def test_legacy_block_search_scoring():
         _block("b5", "db", "auth " * 10),                       # summary hits capped at 0.2
     ])
     assert [b.block_id for b in search_active_blocks("auth", st)] == ["b1", "b3", "b5"]
+    assert [b.block_id for b in search_active_blocks("auth", st, limit=2)] == ["b1", "b3"]
     assert search_active_blocks("", st) == []
 
 
@@ -171,6 +172,7 @@ def test_render_proxy_style():
     long_ = render_search_result([st.blocks[0]], "y", 2, style="proxy")
     assert long_.endswith("y" * 200 + "...") and '"(no topic)"' in long_
     assert render_search_result([], "zz", 2, style="proxy") == '[No blocks matched "zz"]'
+    assert render_search_result([], "", 2, style="proxy").startswith("[search_context FAILED")
     # Block results of search_context render in the proxy format too.
     res = search_context("csv importer", st)
     assert render_search_result(res, "csv", 2, style="proxy").startswith('Found 1 block(s)')
