@@ -12,7 +12,7 @@ from .extract import extract_keep_items
 from .extract import source_messages as _source_messages
 from .items import CLASSES, KeepItem
 from .match import Summary, item_kept
-from .settings import settings_for
+from .settings import default_doctrine, settings_for
 
 __all__ = ["ClassResult", "ConformanceReport", "check_summary"]
 
@@ -51,6 +51,7 @@ class ConformanceReport:
     reasons: list[str]
     tier: int = 1
     doctrine_version: str = ""
+    doctrine_sha256: str = ""
     drop_share: float = 0.0
     source_tokens: int = 0
     summary_tokens: int = 0
@@ -128,8 +129,10 @@ def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine
         raise TypeError("summary must be a string")
     if tier not in (1, 2, 3):
         raise ValueError(f"tier must be 1, 2 or 3, got {tier!r}")
+    if doctrine is None:
+        doctrine = default_doctrine()
     settings = settings_for(doctrine)
-    version = getattr(doctrine, "version", "v1") if doctrine is not None else "v1"
+    version = str(getattr(doctrine, "version", ""))
     tier_cfg = settings.tier(tier)
     count = _counter(count_tokens)
     msgs = _source_messages(source_messages)
@@ -199,4 +202,5 @@ def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine
     return ConformanceReport(
         score=score, passed=passed, classes=classes, drop_violations=violations, limits=limits,
         compression_ratio=ratio, reasons=reasons, tier=tier, doctrine_version=version,
+        doctrine_sha256=str(getattr(doctrine, "sha256", "")),
         drop_share=share, source_tokens=source_tokens, summary_tokens=summary_tokens)

@@ -57,6 +57,7 @@ _ASK_RE = re.compile(
     re.I,
 )
 _ISSUE = re.compile(r"<issue_description>\s*(.*?)\s*(?:</issue_description>|$)", re.S)
+_TAG_LINE = re.compile(r"^[ \t]*</?[A-Za-z_][\w-]*>[ \t]*$", re.M)
 _TAGGY = re.compile(r"^<[^>]+>$|^</?[a-z_]+>")
 _CODE_TERM = re.compile(r"`([^`\n]{2,60})`|\b([A-Za-z_]\w*(?:\.\w+)+|\w+_\w+|[a-z]+[A-Z]\w*|\w+\(\))")
 
@@ -93,11 +94,12 @@ def _is_prose(sentence: str) -> bool:
 def scan_user_text(text: str, msg: str, c: Collector, *, first: bool) -> list[str]:
     """Goal and constraint spans of a user message; returns its question sentences."""
     issue = _ISSUE.search(text)
-    body = issue.group(1) if issue else text
+    # Lines that are only a tag (<uploaded_files>, ...) are framing, not words.
+    body = _TAG_LINE.sub("\n", issue.group(1) if issue else text)
     sents = [s for s in sentences(body) if _is_prose(s)]
     if issue:
         # Constraints in the framing around an issue (e.g. "don't modify the tests") count too.
-        outside = _ISSUE.sub(" ", text)
+        outside = _TAG_LINE.sub("\n", text[: issue.start()] + "\n\n" + text[issue.end():])
         sents += [s for s in sentences(outside) if _is_prose(s) and _CONSTRAINT_RE.search(s)]
     questions = []
     for n, s in enumerate(sents):

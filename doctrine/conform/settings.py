@@ -9,12 +9,14 @@ error that names the file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from .items import CLASSES
 
-__all__ = ["ClassSettings", "ConformanceConfigError", "ConformanceSettings", "settings_for"]
+__all__ = ["ClassSettings", "ConformanceConfigError", "ConformanceSettings", "default_doctrine", "parse_settings",
+           "settings_for"]
 
 CONFORMANCE_FILE = "conformance.json"
 FORMAT = "doctrine-conformance/1"
@@ -144,16 +146,35 @@ def parse_settings(data: Any, path: str, limits: dict | None = None) -> Conforma
     )
 
 
+_LIMIT_KEYS = ("min_summary_chars", "max_summary_chars", "tier1_max_tokens", "tier_targets")
+# Parsed settings per (root, version, sha256): a reward loop calls the checker many times.
+_CACHE: dict[tuple[str, str, str], ConformanceSettings] = {}
+
+
+@lru_cache(maxsize=1)
+def default_doctrine() -> Any:
+    """The packaged v1 doctrine, loaded once per process."""
+    from doctrine.spec import load_doctrine
+
+    return load_doctrine("v1")
+
+
 def settings_for(doctrine: Any = None) -> ConformanceSettings:
     """Settings of ``doctrine`` (a :class:`doctrine.spec.Doctrine`; default: v1)."""
     if doctrine is None:
-        from doctrine.spec import load_doctrine
-
-        doctrine = load_doctrine("v1")
-    path = str(Path(getattr(doctrine, "root", "") or ".") / getattr(doctrine, "version", "?") / CONFORMANCE_FILE)
+        doctrine = default_doctrine()
+    version = getattr(doctrine, "version", "?")
+    path = str(Path(getattr(doctrine, "root", "") or ".") / version / CONFORMANCE_FILE)
+    key = (path, version, str(getattr(doctrine, "sha256", "")))
+    if key[2] and key in _CACHE:
+        return _CACHE[key]
     data = getattr(doctrine, "conformance", None)
     if not data:
-        raise ConformanceConfigError(
-            f"{path}: missing; doctrine {getattr(doctrine, 'version', '?')} has no conformance thresholds"
-        )
-    return parse_settings(data, path, getattr(doctrine, "limits", None))
+        raise ConformanceConfigError(f"{path}: missing; doctrine {version} has no conformance thresholds")
+    limits = getattr(doctrine, "limits", None)
+    if not isinstance(limits, dict) or any(k not in limits for k in _LIMIT_KEYS):
+        raise ConformanceConfigError(f"doctrine {version}: limits must hold {list(_LIMIT_KEYS)} (manifest.json)")
+    settings = parse_settings(data, path, limits)
+    if key[2]:
+        _CACHE[key] = settings
+    return settings

@@ -7,9 +7,9 @@ warning string in the result, and a failed call returns the state unchanged.
 from __future__ import annotations
 
 import time
-from itertools import repeat
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.messages import Message
@@ -70,15 +70,19 @@ class _View:
         for i, m in enumerate(messages):
             self.index_of.setdefault(m.id, i)
         self.state = state
+        self._anchors: dict[str, int | None] = {}
 
     def anchor(self, b: Block) -> int | None:
         """A block's visible anchor: its summary message, else its earliest raw id."""
+        if b.block_id in self._anchors:  # depends on the messages only, which do not change
+            return self._anchors[b.block_id]
         i = self.index_of.get(SUMMARY_ID_PREFIX + b.block_id)
-        if i is not None:
-            return i
-        n = len(self.messages)
-        i = min(map(self.index_of.get, b.effective_message_ids, repeat(n)), default=n)
-        return None if i == n else i
+        if i is None:
+            n = len(self.messages)
+            i = min(map(self.index_of.get, b.effective_message_ids, repeat(n)), default=n)
+            i = None if i == n else i
+        self._anchors[b.block_id] = i
+        return i
 
     def nested(self, start: int, end: int) -> list[Block]:
         out = []
@@ -157,6 +161,19 @@ def _resolve(r: CompressRange, view: _View) -> _Resolved:
     if si > ei:
         si, ei = ei, si
     return _Resolved("ok", si, ei, boundary, warnings=notes)
+
+
+def _as_range(r: CompressRange | dict) -> CompressRange:
+    """Accept plain dicts (``startRef``/``startId``, ...); bad values fail later as errors."""
+    if isinstance(r, CompressRange):
+        return r
+    if not isinstance(r, dict):
+        return CompressRange("", "", "")
+    mid = r.get("messageId")
+    return CompressRange(r.get("startRef", r.get("startId", mid)), r.get("endRef", r.get("endId", mid)),
+                         r.get("summary") if isinstance(r.get("summary"), str) else "",
+                         r.get("topic") if isinstance(r.get("topic"), str) else None,
+                         r.get("compressCallId"), r.get("summaryMaxChars"))
 
 
 def _label(r: CompressRange) -> str:
@@ -262,7 +279,9 @@ def _apply_single(r: CompressRange, res: _Resolved, view: _View, state: Compress
     if n_chars < config.compress.min_summary_length:
         raise _RangeFailure(f"range {label}: summary too short ({n_chars} chars, min "
                             f"{config.compress.min_summary_length})")
-    max_chars = r.summary_max_chars if r.summary_max_chars is not None else config.compress.max_summary_length
+    max_chars = r.summary_max_chars
+    if isinstance(max_chars, bool) or not isinstance(max_chars, (int, float)):
+        max_chars = config.compress.max_summary_length
     if max_chars > 0 and n_chars > max_chars:
         raise _RangeFailure(f"range {label}: summary too long ({n_chars} chars, max {max_chars})")
     if not direct and not consumed:
@@ -306,11 +325,12 @@ def _gate_error(ranges: list[CompressRange], resolved: list[_Resolved], state: C
             f"min {minimum})")
 
 
-def apply_compression(ranges: list[CompressRange], messages: list[Message], state: CompressionState,
+def apply_compression(ranges: list[CompressRange | dict], messages: list[Message], state: CompressionState,
                       config: KernelConfig, *, compress_call_id: str | None = None,
                       count_tokens: CountTokens | None = None,
                       clock_ms: Callable[[], int] | None = None) -> CompressResult:
     """Apply the model's ranges to ``state`` (not mutated) over the host's ``messages``."""
+    ranges = [_as_range(r) for r in ranges]
     count = memo_counter(count_tokens)
     now_ms = clock_ms() if clock_ms else int(time.time() * 1000)
     work = state.copy()
@@ -353,7 +373,7 @@ def apply_compression(ranges: list[CompressRange], messages: list[Message], stat
             return _finish(state.copy(), [], [err], [], 0)
 
     created: list[Block] = []
-    for i, (r, res) in enumerate(zip(ranges, resolved)):
+    for i, (r, res) in enumerate(zip(ranges, resolved, strict=True)):
         label = _label(r)
         if i in skipped:
             warnings.append(f"range {label}: overlaps an earlier range; skipped")

@@ -132,8 +132,7 @@ def _snake(name: str) -> str:
             out.append("_" + ch.lower())
         else:
             out.append(ch)
-    s = "".join(out)
-    return s.replace("tier2_", "tier2_").replace("tier3_", "tier3_")
+    return "".join(out)
 
 
 def _group_field(group_cls: type, key: str) -> str | None:

@@ -10,6 +10,7 @@ the live ranges.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 from doctrine.kernel.messages import Message
@@ -33,7 +34,11 @@ def _entry_key(entry: Any) -> str | None:
 
 def _filter_call_text(text: str, live: list[Block]) -> str | None:
     """The call's JSON with dead entries removed, or None to leave the text as it is."""
-    keys = {f"{b.start_ref}::{b.end_ref}" for b in live}
+    return _filter_cached(text, frozenset(f"{b.start_ref}::{b.end_ref}" for b in live))
+
+
+@lru_cache(maxsize=4096)  # the same retained call is re-checked every turn
+def _filter_cached(text: str, keys: frozenset[str]) -> str | None:
     try:
         args = json.loads(text)
     except (json.JSONDecodeError, TypeError):

@@ -19,7 +19,8 @@ from doctrine.kernel.recommend import recommend
 from doctrine.kernel.refs import assign_refs
 from doctrine.kernel.state import CompressionState
 from doctrine.kernel.sync import advance_survival, sync_blocks
-from doctrine.kernel.tags import STRATEGIES, render_tags
+from doctrine.kernel.tags import STRATEGIES
+from doctrine.kernel.tags import render_tags as _render_tags
 from doctrine.kernel.tokens import CountTokens, memo_counter
 from doctrine.kernel.truncate import Truncation, emergency_truncate
 
@@ -60,10 +61,5 @@ def process_turn(messages: list[Message], state: CompressionState, config: Kerne
           decision.tier)
     view, truncated = emergency_truncate(view, config, token_count, count)  # 8
     if render_tags != "none":                               # 9
-        view = render_tags_stage(view, st, render_tags, count)
+        view = _render_tags(view, st, render_tags, count)
     return TurnResult(view, st, decision, truncated, warnings)
-
-
-def render_tags_stage(view: list[Message], st: CompressionState, strategy: str,
-                      count: CountTokens) -> list[Message]:
-    return render_tags(view, st, strategy, count)

@@ -56,7 +56,7 @@ def prune(messages: list[Message], state: CompressionState) -> list[Message]:
     n = len(messages)
     ids = [m.id for m in messages]
     # First occurrence wins: assign from the back so earlier indices overwrite later ones.
-    index_of = dict(zip(reversed(ids), range(n - 1, -1, -1)))
+    index_of = dict(zip(reversed(ids), range(n - 1, -1, -1), strict=True))
     emitted = {SUMMARY_ID_PREFIX + b.block_id for b in active}
 
     # Anchor of each block: an existing summary message, else its earliest raw id, else 0.

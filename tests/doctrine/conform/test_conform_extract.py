@@ -268,3 +268,19 @@ def test_ref_tags_are_not_content(load_source):
     assert a.source_tokens == b.source_tokens
     # The tags carried the tool results' refs; without them those messages have none.
     assert [i.text for i in extract_keep_items(src)["message_refs"]] == ["m00001", "m00016"]
+
+
+def test_openhands_style_task_prompt_uses_the_issue_text():
+    prompt = (
+        "<uploaded_files>\n/workspace/pint__pint__0.22\n</uploaded_files>\n\n"
+        "I've uploaded a python code repository in the directory pint__pint__0.22. Consider the following "
+        "issue description:\n\n<issue_description>\nQuantity.to_compact() fails for offset units\n\n"
+        "Calling `Q_(25, 'degC').to_compact()` raises OffsetUnitCalculusError.\n</issue_description>\n\n"
+        "Can you help me implement the necessary changes to the repository so that the requirements specified "
+        "in the <issue_description> are met? I've already taken care of all changes to any of the test files "
+        "described in the <issue_description>. This means you DON'T have to modify the testing logic or any of "
+        "the tests in any way!")
+    intent = texts(extract_keep_items([{"id": "m00001", "role": "user", "content": prompt}]), "user_intent")
+    assert intent[0] == "Quantity.to_compact() fails for offset units"
+    assert any("DON'T have to modify the testing logic" in s for s in intent)
+    assert not any("uploaded_files" in s for s in intent)

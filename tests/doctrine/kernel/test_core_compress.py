@@ -230,3 +230,11 @@ def test_empty_range_list():
     msgs, st = session()
     r = run([], msgs, st)
     assert r.errors == ["No ranges provided."] and r.text == "[Compression FAILED: No ranges provided.]"
+
+
+def test_plain_dict_ranges_are_accepted():
+    msgs, st = session()
+    r = apply_compression([{"startId": "m2", "endRef": "m4", "summary": SUM, "summaryMaxChars": "x"},
+                           {"startRef": 5, "endRef": None, "summary": 7}, "junk"], msgs, st, cfg())
+    assert r.blocks_created == 1 and r.state.blocks[0].effective_message_ids == ["a1", "u2", "a3"]
+    assert len(r.errors) == 2 and not any("internal error" in e for e in r.errors)

@@ -47,8 +47,8 @@ def test_compress_tool_call_end_to_end():
     st = CompressionState.initial()
     cfg = KernelConfig.for_limit(200000, preserveRecentMessages=0, preserveRecentTokens=0)
     assign_refs(msgs, st, cfg)
-    r = compress_tool_call('{"content":[{"startId":"m00001","endId":"m00003","summary":"%s"}]}' % SUM,
-                           msgs, st, cfg, call_id="k1")
+    args = json.dumps({"content": [{"startId": "m00001", "endId": "m00003", "summary": SUM}]})
+    r = compress_tool_call(args, msgs, st, cfg, call_id="k1")
     assert r.blocks_created == 1 and r.state.blocks[0].compress_call_id == "k1"
     assert r.text == "[Compressed m00001–m00003 → 1 block(s), ~1500 tokens saved.]"
     bad = compress_tool_call("{oops", msgs, st, cfg)

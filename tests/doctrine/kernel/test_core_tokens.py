@@ -71,3 +71,19 @@ def test_memo_counter_calls_once_per_text():
     c = memo_counter(count)
     assert c("abc") == 3 and c("abc") == 3 and calls == ["abc"]
     assert memo_counter(None) is default_count_tokens
+
+
+def test_message_from_dict_accepts_camel_case_and_keeps_extra():
+    import pytest
+
+    from doctrine.kernel.messages import Message
+
+    m = Message.from_dict({"id": "x", "role": "tool", "contentType": "tool-result", "text": None,
+                           "toolName": "bash", "toolCallId": "k", "is_error": True})
+    assert (m.content_type, m.text, m.tool_name, m.tool_call_id, m.extra) == (
+        "tool-result", "", "bash", "k", {"is_error": True})
+    assert Message.from_dict(m.to_dict()) == m
+    for bad in [{"role": "user"}, {"id": "x", "role": "bot"}, {"id": "x", "role": "user", "content_type": "img"},
+                {"id": "x", "role": "user", "text": 5}, "str"]:
+        with pytest.raises(ValueError):
+            Message.from_dict(bad)
