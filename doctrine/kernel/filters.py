@@ -60,17 +60,15 @@ def apply_filters(messages: list[Message], cfg: FilterConfig,
             seen_last = False
             for i in range(len(out) - 1, -1, -1):
                 verdict = f.filter(out[i], i, out)
-                if verdict is None or verdict == "keep" and not seen_last:
-                    if verdict == "keep":
-                        seen_last = True
+                if verdict is None:  # not a match
                     continue
-                if not seen_last:
-                    seen_last = True
-                    changed = _outcome(verdict, out[i])
-                    if changed is not None:
-                        out[i] = changed
-                else:
+                if seen_last:  # an earlier match: emptied
                     out[i] = out[i].with_text("")
+                    continue
+                seen_last = True  # the last match: kept, or changed as the filter says
+                changed = _outcome(verdict, out[i])
+                if changed is not None:
+                    out[i] = changed
         else:
             for i in range(len(out)):
                 changed = _outcome(f.filter(out[i], i, out), out[i])

@@ -12,9 +12,10 @@ import re
 from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.messages import Message
 from doctrine.kernel.protection import is_message_protected
-from doctrine.kernel.state import BLOCKED, CompressionState
+from doctrine.kernel.state import BLOCKED, SUMMARY_ID_PREFIX, CompressionState
 
 MAX_REF = 99999
+RESERVED_PREFIXES = (SUMMARY_ID_PREFIX, "acp_nudge")
 _MSG_REF = re.compile(r"m0*(\d{1,5})")
 _BLOCK_REF = re.compile(r"b(\d{1,9})")
 
@@ -77,7 +78,10 @@ def _highest_index(state: CompressionState) -> int:
 def assign_refs(messages: list[Message], state: CompressionState, config: KernelConfig) -> None:
     """Give every new message id a ref, in place on ``state`` (the caller passes a copy)."""
     by_raw, by_ref = state.by_raw, state.by_ref
-    fresh = [m for m in messages if m.id and m.id not in by_raw]
+    # Kernel-made messages (summaries, a host's nudge) use reserved ids and never get refs,
+    # even when a host passes its pruned view back in.
+    fresh = [m for m in messages if m.id and m.id not in by_raw
+             and not m.id.startswith(RESERVED_PREFIXES)]
     if not fresh:
         return
     cursor = _highest_index(state) + 1

@@ -150,3 +150,10 @@ def test_blocked_and_unreffed_messages_are_never_tagged():
     out = render_tags([Message("c", "assistant", "tool-call", "{}", "compress", "k"),
                        Message("acp_summary_b1", "system", "text", "[Compressed conversation section]")], st)
     assert [m.text for m in out] == ["{}", "[Compressed conversation section]"]
+
+
+def test_reserved_ids_never_get_refs():
+    st = CompressionState.initial()
+    assign_refs([Message("acp_summary_b1", "system", "text", "[Compressed conversation section]"),
+                 Message("acp_nudge", "user", "text", "compress please"), txt("u")], st, CFG)
+    assert st.by_raw == {"u": "m00001"}
