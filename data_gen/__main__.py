@@ -11,6 +11,8 @@ from importlib import metadata
 
 # Subcommand name -> "module:register" (the register function adds the subparser).
 COMMANDS: dict[str, str] = {
+    "build": "data_gen.cli_build:register_build",
+    "inspect": "data_gen.cli_build:register_inspect",
     "validate-trajectories": "data_gen.cli_trajectories:register",
 }
 

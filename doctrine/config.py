@@ -48,6 +48,7 @@ class ConfigError(ValueError):
 SCHEMAS: dict[str, str] = {
     "pipeline": "doctrine.pipeline_config:PipelineConfig",
     "train": "train.recipe:TrainRecipe",
+    "data": "data_gen.recipe:DataRecipe",
     "accelerate": "train.accelerate_schema:AccelerateConfig",
 }
 

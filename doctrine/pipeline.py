@@ -14,6 +14,7 @@ commands in the output are the commands a user can run by hand.
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -45,7 +46,37 @@ def run_doctrine_stage(cfg: PipelineConfig, out: Path) -> dict:
     return {"counts": counts, "doctrine": doc.to_manifest()}
 
 
-# Stage name -> function(config, stage_dir) -> {"counts": ..., "doctrine": ...}.
+def stage_command(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
+    """The command line of a stage that runs in its own process (it writes its own manifest)."""
+    py = [sys.executable, "-m"]
+    if stage == "data":
+        return py + ["data_gen", "build", _need(cfg.data_recipe, "data_recipe"), "--out", str(run / "data")]
+    if stage == "train":
+        recipe = _need(cfg.train_recipe, "train_recipe")
+        args = ["train", recipe, "--out", str(run), f"data.dir={run / 'data'}", f"model.spec={cfg.model}"]
+        if (run / "train" / "checkpoints").is_dir():
+            args.append("--resume")  # an interrupted run continues from its latest checkpoint
+        if cfg.accelerate_config:
+            return [sys.executable, "-m", "accelerate.commands.launch", "--config_file", cfg.accelerate_config,
+                    "-m", *args]
+        return py + args
+    if stage == "adapter":
+        return py + ["train", "export", str(run)]
+    if stage == "eval":
+        return py + ["eval", "run", _need(cfg.eval_recipe, "eval_recipe"), "--out", str(run / "eval"),
+                     f"adapter={run / 'adapter'}", f"data_dir={run / 'data'}", f"model={cfg.model}"]
+    if stage == "report":
+        return py + ["eval", "report", str(run / "eval"), "--out", str(run / "report")]
+    raise ConfigError(f"unknown stage {stage!r}")
+
+
+def _need(value: str | None, key: str) -> str:
+    if not value:
+        raise ConfigError(f"this pipeline runs a stage that needs {key!r} in the pipeline recipe")
+    return value
+
+
+# Stages run in this process: name -> function(config, stage_dir) -> {"counts", "doctrine"}.
 STAGE_RUNNERS: dict[str, Callable[[PipelineConfig, Path], dict]] = {
     "doctrine": run_doctrine_stage,
 }
@@ -53,21 +84,40 @@ STAGE_RUNNERS: dict[str, Callable[[PipelineConfig, Path], dict]] = {
 
 def run_pipeline(cfg: PipelineConfig, *, force: tuple[str, ...] = (), log=print) -> RunDir:
     run = RunDir.create(Path(cfg.runs_dir) / cfg.run_name)
+    timings = {}
     for stage in cfg.stages:
-        runner = STAGE_RUNNERS.get(stage)
-        if runner is None:
-            raise ConfigError(f"stage {stage!r} is not available yet in this version of the pipeline")
         if run.complete(stage) and stage not in force:
             log(f"[skip] {stage}: {run.stage(stage) / 'manifest.json'} exists")
             continue
-        log(f"[run ] {stage} -> {run.stage(stage)}")
         started = time.time()
-        with run.open_stage(stage) as out:
-            result = runner(cfg, out)
-            write_manifest(out, stage=stage, config=cfg, counts=result.get("counts"),
-                           doctrine=result.get("doctrine"), started_at=started)
-        log(f"[done] {stage} in {time.time() - started:.1f}s")
+        runner = STAGE_RUNNERS.get(stage)
+        if runner is not None:
+            log(f"[run ] {stage} -> {run.stage(stage)}")
+            with run.open_stage(stage) as out:
+                result = runner(cfg, out)
+                write_manifest(out, stage=stage, config=cfg, counts=result.get("counts"),
+                               doctrine=result.get("doctrine"), started_at=started)
+        else:
+            if stage in force and run.complete(stage):
+                (run.stage(stage) / "manifest.json").unlink()
+            cmd = stage_command(cfg, stage, run.root)
+            log(f"[run ] {stage}: {' '.join(cmd)}")
+            proc = subprocess.run(cmd)
+            if proc.returncode != 0 or not run.complete(stage):
+                raise StageFailed(f"stage {stage} failed (exit {proc.returncode}); rerun the same command to resume")
+        timings[stage] = round(time.time() - started, 1)
+        log(f"[done] {stage} in {timings[stage]:.1f}s")
+    previous = {}
+    if (run.root / "timings.json").is_file():
+        import json
+
+        previous = json.loads((run.root / "timings.json").read_text())
+    atomic_write_json(run.root / "timings.json", {**previous, **timings})
     return run
+
+
+class StageFailed(RuntimeError):
+    pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         run = run_pipeline(cfg, force=tuple(args.force))
-    except ConfigError as exc:
+    except (ConfigError, StageFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"run folder: {run.root}")

@@ -93,6 +93,7 @@ _META_FIELDS = ("trajectory_id", "instance_id", "repo", "resolved", "exit_status
 _LOCAL_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz")
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 _TRUE = {"1", "ON", "YES", "TRUE"}
+_READ_BUFFER = 1 << 20  # bytes read at a time from a parquet column chunk
 
 
 class TrajectorySourceError(RuntimeError):
@@ -215,7 +216,9 @@ def _iter_parquet(path: Path, batch_rows: int) -> Iterator[dict[str, Any]]:
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
+        # Buffered column reads without pre-buffering: pyarrow then streams each column
+        # chunk instead of loading the whole row group (which halves the peak on big groups).
+        pf = pq.ParquetFile(path, buffer_size=_READ_BUFFER, pre_buffer=False)
     except Exception as exc:  # ArrowInvalid, OSError, ...
         raise TrajectorySourceError(f"{path}: not a readable parquet file ({exc})") from exc
     return _parquet_rows(pf, path, batch_rows)
@@ -249,7 +252,7 @@ def _jsonl_rows(fh: Any, path: Path) -> Iterator[Any]:
                     continue
                 try:
                     yield json.loads(raw)
-                except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+                except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, absurd nesting
                     yield UnreadableRow("invalid_json_line", f"{path.name} line {n}: {exc}")
         except (OSError, EOFError) as exc:  # a truncated .gz
             raise TrajectorySourceError(f"{path}: reading failed ({exc})") from exc
@@ -299,6 +302,9 @@ def convert_row(row: Any) -> ConvertedTrajectory | Rejected:
         _check_pairs(messages)
     except _Reject as rej:
         return Rejected(rej.reason, rej.detail, sid)
+    except (TypeError, AttributeError, KeyError, ValueError, RecursionError) as exc:
+        # A shape the checks above did not foresee: still a bad row, never a crash.
+        return Rejected("bad_message", f"unexpected shape ({type(exc).__name__}: {exc})", sid)
     meta = {k: row[k] for k in _META_FIELDS if row.get(k) is not None}
     if "resolved" in meta and isinstance(meta["resolved"], (int, float)):
         meta["resolved"] = bool(meta["resolved"])
@@ -328,7 +334,7 @@ def _message(m: Any, i: int) -> dict[str, Any]:
     if not isinstance(m, dict):
         raise _Reject("bad_message", f"message {i} is a {type(m).__name__}")
     role = m.get("role")
-    if role not in _ROLE_FIELDS:
+    if not isinstance(role, str) or role not in _ROLE_FIELDS:
         raise _Reject("bad_message", f"message {i} has role {role!r}")
     out: dict[str, Any] = {"role": role, "content": _content(m.get("content"), i)}
     if role == "assistant":
@@ -602,7 +608,7 @@ def _facts(msgs: list[dict[str, Any]], step_of: list[int]) -> list[Fact]:
                 book.add("error_strings", err, i, err)
                 if err not in errors:
                     errors.append(err)
-            for node in set(_NODE_ID.findall(text)):
+            for node in _node_ids(text):
                 book.add("exact_values", node, i, node)
     for j, m in enumerate(msgs):
         if m["role"] != "assistant":
@@ -621,7 +627,7 @@ def _facts(msgs: list[dict[str, Any]], step_of: list[int]) -> list[Fact]:
             if (len(part) >= _MIN_QUOTE and part in blob) or any(p in err for p in patterns):
                 book.use("error_strings", err, step)
         for arg in args:
-            for node in set(_NODE_ID.findall(arg)):
+            for node in _node_ids(arg):
                 book.use("exact_values", node, step)
     facts = sorted(book.facts.values(), key=lambda f: (f.message, f.id))
     for f in facts:
@@ -640,17 +646,24 @@ def _paths_in(text: str) -> Iterator[tuple[str, str]]:
         yield _norm_path(raw), raw + line.group(0) if line else raw
 
 
+def _node_ids(text: str) -> set[str]:
+    return set(_NODE_ID.findall(text)) if ".py::" in text else set()  # the cheap test first
+
+
 def _errors_in(text: str) -> list[str]:
     found = []
-    lines = text.splitlines()
-    for k, line in enumerate(lines):
-        if line.startswith("Traceback (most recent call last):"):
-            for nxt in lines[k + 1:]:
-                if nxt and not nxt[0].isspace() and _EXC_LINE.fullmatch(nxt.rstrip()):
-                    found.append(nxt.rstrip())
-                    break
-    found += [e.rstrip() for e in _PYTEST_E.findall(text)]
-    found += [e.rstrip() for e in _ERROR_PREFIX.findall(text)]
+    if "Traceback (most recent call last):" in text:
+        lines = text.splitlines()
+        for k, line in enumerate(lines):
+            if line.startswith("Traceback (most recent call last):"):
+                for nxt in lines[k + 1:]:
+                    if nxt and not nxt[0].isspace() and _EXC_LINE.fullmatch(nxt.rstrip()):
+                        found.append(nxt.rstrip())
+                        break
+    if "E " in text:
+        found += [e.rstrip() for e in _PYTEST_E.findall(text)]
+    if "RROR: " in text or "rror: " in text:
+        found += [e.rstrip() for e in _ERROR_PREFIX.findall(text)]
     return list(dict.fromkeys(found))
 
 

@@ -140,7 +140,7 @@ def pytest_run(p: Picker, rootdir: str, results: list[tuple[str, bool]],
     """
     out = ["============================= test session starts ==============================",
            "platform linux -- Python 3.11.9, pytest-8.3.2, pluggy-1.5.0",
-           f"rootdir: {rootdir}", "configfile: pyproject.toml", f"collected {len(results)} items", ""]
+           f"rootdir: {rootdir}", "configfile: pyproject.toml", f"collected {len(results)} item{'s' if len(results) != 1 else ''}", ""]
     by_file: dict[str, str] = {}
     for node, ok in results:
         f = node.split("::")[0]

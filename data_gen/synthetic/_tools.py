@@ -121,8 +121,10 @@ class SessionBuilder:
 
     def step(self, kind: str = "task") -> int:
         """Close the current step and open a new one at the next message."""
+        first = self._open is None and not self.steps
         self._close()
-        self._open = _Open(len(self.messages), kind)
+        # the first step also holds what came before it (the system prompt)
+        self._open = _Open(0 if first else len(self.messages), kind)
         return self.step_index
 
     def _close(self) -> None:
@@ -237,22 +239,11 @@ class SessionBuilder:
         for slot_no, slot in enumerate(size.probe_slots()):
             if slot != tasks_done:
                 continue
-            here = self.step_index
             asked = {p["fact"] for p in self.probes}
-            ready = [o for o in self._offers if o[0] not in asked
-                     and self._step_of_message(self._fact(o[0]).message) < here]
+            ready = [o for o in self._offers if o[0] not in asked]
             if ready:
                 fid, question, answer = ready[0] if slot_no % 2 == 0 else ready[-1]
                 self.probe(question, fid, answer)
-
-    def _fact(self, fid: str) -> Fact:
-        return next(f for f in self.facts if f.id == fid)
-
-    def _step_of_message(self, idx: int) -> int:
-        for s in self.steps:
-            if s.start <= idx < s.end:
-                return s.index
-        return self.step_index
 
     # ------------------------------------------------------------------ result
 

@@ -1,0 +1,206 @@
+"""Build an SFT curriculum: ``python -m data_gen build RECIPE.yaml --out runs/<name>/data``.
+
+setup (doctrine) -> sources (sessions, rejects counted) -> replay + labels (per window and
+gate preset) -> length filter -> split by session -> de-duplicate -> mixture -> stages ->
+parquet shards per split -> dataset card -> manifest (last).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from doctrine.runs import atomic_write_text, write_manifest
+
+from .curriculum import (SPLITS, apply_mixture, assign_split, dedupe, normalise_sample, order_by_stage,
+                         token_percentiles, write_split)
+from .recipe import DataRecipe
+from .session import Session, SessionError
+
+__all__ = ["build_curriculum", "collect_sessions", "sample_tokens"]
+
+LICENSES = {"synthetic": "project-generated (MIT)", "swe_rebench": "CC-BY-4.0 (nebius/SWE-rebench-openhands-trajectories)",
+            "logged": "the operator's own kernel logs", "teacher": "outputs of the configured teacher model"}
+
+
+def sample_tokens(sample: dict) -> int:
+    """Estimated prompt+target tokens of a sample (the kernel's chars/4 estimator)."""
+    from doctrine.kernel.tokens import default_count_tokens
+
+    n = default_count_tokens(json.dumps(sample["tools"], ensure_ascii=False))
+    for m in sample["messages"]:
+        n += default_count_tokens(m.get("content") or "") + 4
+        for c in m.get("tool_calls") or []:
+            n += default_count_tokens(c["function"]["arguments"]) + 8
+    return n
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def collect_sessions(recipe: DataRecipe, rejects: Counter) -> Iterator[Session]:
+    """Sessions from every configured source; bad inputs are counted, never raised."""
+    src = recipe.sources
+    if src.synthetic is not None:
+        from .synthetic import generate
+
+        for family in src.synthetic.families:
+            for k in range(src.synthetic.sessions_per_family):
+                seed = src.synthetic.seed * 1000 + k
+                try:
+                    yield generate(family, seed, _size(src.synthetic.steps)).validate()
+                except SessionError as exc:
+                    rejects[f"synthetic:{exc.__class__.__name__}"] += 1
+    if src.swe_rebench is not None and src.swe_rebench.path:
+        from .sources import swe_rebench as swe
+
+        accepted = 0
+        for row in swe.iter_rows(src.swe_rebench.path, revision=src.swe_rebench.revision):
+            converted = swe.convert_row(row)
+            if isinstance(converted, swe.Rejected):
+                rejects[f"swe_rebench:{converted.reason}"] += 1
+                continue
+            try:
+                yield swe.to_session(converted).validate()
+            except SessionError:
+                rejects["swe_rebench:bad_session"] += 1
+                continue
+            accepted += 1
+            if src.swe_rebench.max_rows and accepted >= src.swe_rebench.max_rows:
+                break
+
+
+def _size(steps: int):
+    from .synthetic import SessionSize
+
+    return SessionSize(steps=steps)
+
+
+# --------------------------------------------------------------------------- build
+
+
+def _replay(session: Session, recipe: DataRecipe, doctrine, window: int, gate: str, rejects: Counter):
+    from .replay import replay_session
+
+    try:
+        for sample in replay_session(session, window=window, gate=gate, prompt_mode=recipe.prompt_mode,
+                                     doctrine=doctrine, horizon=recipe.replay.horizon, seed=recipe.replay.seed,
+                                     nudge_style=recipe.nudge_style, rejects=rejects):
+            yield sample.to_dict() if hasattr(sample, "to_dict") else sample
+    except Exception as exc:  # one bad session never stops a long build
+        rejects[f"replay_error:{type(exc).__name__}"] += 1
+
+
+def build_curriculum(recipe: DataRecipe, out: str | Path, *, log=print, progress: bool = True) -> Path:
+    from doctrine.spec import resolve_doctrine
+
+    started = time.time()
+    out = Path(out)
+    if (out / "manifest.json").exists():
+        (out / "manifest.json").unlink()  # rebuilding: incomplete until the end
+    doctrine = resolve_doctrine(recipe.doctrine_version)
+    rejects: Counter = Counter()
+    samples: list[dict] = []
+    sessions_by_split: Counter = Counter()
+    sources: Counter = Counter()
+    sessions = list(collect_sessions(recipe, rejects))
+    jobs = [(s, w, g) for s in sessions for w in recipe.replay.windows for g in recipe.replay.gates]
+    bar = _progress(progress, len(jobs))
+    for session, window, gate in jobs:
+        split = assign_split(session.session_id, session.family, recipe.split)
+        for sample in _replay(session, recipe, doctrine, window, gate, rejects):
+            if sample_tokens(sample) > recipe.max_tokens:
+                rejects["too_long"] += 1
+                continue
+            sample["meta"].setdefault("family", session.family)
+            sample["meta"].setdefault("license", session.license)
+            sample["meta"]["split"] = split
+            samples.append(sample)
+        bar(f"{session.family} {window} {gate}")
+    for s in sessions:
+        sessions_by_split[assign_split(s.session_id, s.family, recipe.split)] += 1
+        sources[s.source] += 1
+    samples, removed = dedupe(samples, recipe.dedupe)
+    rejects.update(removed)
+    by_split: dict[str, list[dict]] = {name: [] for name in SPLITS}
+    for s in samples:
+        by_split[s["meta"].pop("split")].append(s)
+    by_split["train"] = order_by_stage(apply_mixture(by_split["train"], recipe.mixture, recipe.split.seed),
+                                       recipe.stages)
+    counts: dict[str, Any] = {"sessions": len(sessions), "sessions_by_split": dict(sorted(sessions_by_split.items())),
+                              "sources": dict(sorted(sources.items())), "rejects": dict(sorted(rejects.items()))}
+    kinds: dict[str, dict[str, int]] = {}
+    lengths: dict[str, dict[str, int]] = {}
+    for name, rows in by_split.items():
+        write_split([normalise_sample(s) for s in rows], out / name, recipe.shard_rows)
+        counts[name] = len(rows)
+        kinds[name] = dict(sorted(Counter(s["meta"]["kind"] for s in rows).items()))
+        lengths[name] = token_percentiles(sample_tokens(s) for s in rows)
+    counts["kinds"] = kinds
+    counts["token_percentiles"] = lengths
+    atomic_write_text(out / "README.md", _card(recipe, doctrine, counts))
+    write_manifest(out, stage="data", config=recipe, counts=counts, doctrine=doctrine.to_manifest(),
+                   extra={"splits": list(SPLITS), "layout": "<split>/shard-NNNNN.parquet"}, started_at=started)
+    log(f"[data] {sum(counts[s] for s in SPLITS)} samples from {len(sessions)} sessions -> {out}")
+    return out
+
+
+def _progress(enabled: bool, total: int):
+    if not enabled or total == 0:
+        return lambda _desc: None
+    from rich.progress import Progress
+
+    prog = Progress(transient=True)
+    prog.start()
+    task = prog.add_task("replaying", total=total)
+    done = [0]
+
+    def step(desc: str) -> None:
+        done[0] += 1
+        prog.update(task, advance=1, description=f"replaying {desc}")
+        if done[0] >= total:
+            prog.stop()
+
+    return step
+
+
+def _card(recipe: DataRecipe, doctrine, counts: dict) -> str:
+    lines = [
+        "# Doctrine curriculum (SFT)",
+        "",
+        f"Compression decisions labeled by doctrine **{doctrine.version}** (`{doctrine.sha256}`),",
+        f"rendered in **{recipe.prompt_mode}** prompt mode. One row is `{{messages, tools, meta}}`;",
+        "the last message is the target (the decision's action). Splits are by session; the",
+        f"`heldout` split holds whole held-out families ({', '.join(recipe.split.held_out_families) or 'none'}).",
+        "",
+        "Load it with `datasets.load_dataset(\"parquet\", data_files={\"train\": \"train/*.parquet\"})`.",
+        "",
+        "## Sources and licences",
+        "",
+        "| source | sessions | licence |",
+        "|---|---|---|",
+    ]
+    for name, n in counts["sources"].items():
+        lines.append(f"| {name} | {n} | {LICENSES.get(name, 'see source')} |")
+    lines += ["", "## Rows per split and kind", "", "| split | rows | kinds |", "|---|---|---|"]
+    for split in SPLITS:
+        kinds = ", ".join(f"{k} {v}" for k, v in counts["kinds"][split].items()) or "-"
+        lines.append(f"| {split} | {counts[split]} | {kinds} |")
+    lines += ["", "## Estimated tokens per row (chars/4)", "", "| split | min | p50 | p90 | p99 | max |",
+              "|---|---|---|---|---|---|"]
+    for split in SPLITS:
+        p = counts["token_percentiles"][split]
+        if p:
+            lines.append(f"| {split} | {p['min']} | {p['p50']} | {p['p90']} | {p['p99']} | {p['max']} |")
+    lines += ["", "## Rejected and removed", "", "| reason | count |", "|---|---|"]
+    for reason, n in counts["rejects"].items():
+        lines.append(f"| {reason} | {n} |")
+    if not counts["rejects"]:
+        lines.append("| (none) | 0 |")
+    lines += ["", f"Windows {recipe.replay.windows}, gate presets {recipe.replay.gates}, "
+              f"horizon {recipe.replay.horizon} steps, seed {recipe.replay.seed}.", ""]
+    return "\n".join(lines)

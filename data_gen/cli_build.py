@@ -1,0 +1,90 @@
+"""``python -m data_gen build`` and ``python -m data_gen inspect``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register_build(sub) -> None:
+    p = sub.add_parser("build", help="build an SFT curriculum from a configs/data recipe",
+                       description="python -m data_gen build configs/data/demo.yaml --out runs/demo/data [KEY=VALUE ...]")
+    p.add_argument("recipe")
+    p.add_argument("overrides", nargs="*", help="dotted KEY=VALUE overrides, e.g. replay.windows=[8192]")
+    p.add_argument("--out", help="output folder (runs/<name>/data)")
+    p.add_argument("--print-config", action="store_true")
+    p.add_argument("--force", action="store_true", help="rebuild even if a complete manifest exists")
+    p.set_defaults(func=_build)
+
+
+def _build(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from doctrine.config import ConfigError, config_to_yaml, load_config
+    from doctrine.runs import stage_complete
+
+    from .recipe import DataRecipe
+
+    try:
+        recipe = load_config(args.recipe, DataRecipe, args.overrides)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        print(config_to_yaml(recipe), end="")
+        return 0
+    if not args.out:
+        print("error: --out runs/<name>/data is required", file=sys.stderr)
+        return 2
+    if stage_complete(args.out) and not args.force:
+        print(f"[skip] data: {Path(args.out) / 'manifest.json'} exists (use --force to rebuild)")
+        return 0
+    from .build import build_curriculum
+
+    build_curriculum(recipe, args.out)
+    return 0
+
+
+def register_inspect(sub) -> None:
+    p = sub.add_parser("inspect", help="print stats and K samples rendered through a chat template")
+    p.add_argument("dir", help="a data_gen output folder")
+    p.add_argument("--n", type=int, default=2, help="samples to render")
+    p.add_argument("--split", default="train")
+    p.add_argument("--model", default="embedded:smollm2-135m-instruct",
+                   help="model spec whose training chat template renders the samples")
+    p.set_defaults(func=_inspect)
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from doctrine.runs import read_manifest
+
+    manifest = read_manifest(args.dir)
+    if manifest is None:
+        print(f"error: {args.dir}: no complete manifest.json", file=sys.stderr)
+        return 2
+    counts = manifest["counts"]
+    print(f"doctrine {manifest['doctrine']['version']} {manifest['doctrine']['sha256']}")
+    for split in manifest.get("splits", []):
+        print(f"{split:<10} {counts.get(split, 0):>6} rows  {json.dumps(counts['kinds'].get(split, {}))}")
+    if counts.get("rejects"):
+        print("rejects:", json.dumps(counts["rejects"]))
+    files = sorted((Path(args.dir) / args.split).glob("*.parquet"))
+    if not files or args.n <= 0:
+        return 0
+    import pyarrow.parquet as pq
+
+    from train.models import load_tokenizer
+    from train.templates import choose_template
+
+    tok = load_tokenizer(args.model)
+    template = choose_template(tok).template
+    rows = pq.read_table(files[0]).slice(0, args.n).to_pylist()
+    for i, row in enumerate(rows):
+        text = tok.apply_chat_template(row["messages"], tools=json.loads(row["tools"]), chat_template=template,
+                                       tokenize=False)
+        print(f"\n===== sample {i}: {row['meta']['kind']} ({row['meta']['family']}, window {row['meta']['window']}) =====")
+        print(text)
+    return 0

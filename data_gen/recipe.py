@@ -1,0 +1,108 @@
+"""Schema of ``configs/data/*.yaml``: one SFT curriculum build.
+
+Sources produce sessions; replay drives them through the kernel under each window and gate
+preset and labels every decision point with the doctrine; the curriculum step weights,
+de-duplicates and splits the samples by session. Every field has a default that suits the
+demo; ``configs/data/reference.yaml`` is the full curriculum for a GPU run.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from doctrine.config import BaseConfig
+
+KINDS = ("nudged_compress", "refusal", "spontaneous_compress", "tier2", "tier3", "emergency",
+         "recovery", "ordinary")
+
+
+class SyntheticSource(BaseConfig):
+    families: list[str] = Field(default_factory=lambda: ["ts_repo", "py_bughunt", "dep_migration",
+                                                         "log_triage", "data_analysis"])
+    sessions_per_family: int = 2
+    seed: int = 0
+    steps: int = Field(12, description="task steps per session")
+
+
+class SweRebenchSource(BaseConfig):
+    path: str | None = Field(None, description="local parquet/JSONL, or the hub dataset id")
+    revision: str = "35455389ab51bf5e2306bfd436ef72d0f98bf882"
+    max_rows: int | None = Field(None, description="stop after this many accepted rows")
+
+
+class LoggedSource(BaseConfig):
+    paths: list[str] = Field(default_factory=list, description="kernel state files or folders of them")
+    min_score: float | None = Field(None, description="None: the doctrine version's pass threshold")
+    below_threshold: Literal["drop", "relabel"] = "drop"
+
+
+class TeacherSource(BaseConfig):
+    enabled: bool = False
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "teacher"
+    api_key_env: str | None = Field(None, description="name of the env var holding the key (never the key)")
+    timeout_s: float = 120.0
+    max_points: int = 200
+
+
+class Sources(BaseConfig):
+    synthetic: SyntheticSource | None = Field(default_factory=SyntheticSource)
+    swe_rebench: SweRebenchSource | None = None
+    logged: LoggedSource | None = None
+    teacher: TeacherSource | None = None
+
+
+class ReplaySettings(BaseConfig):
+    windows: list[int] = Field(default_factory=lambda: [16384, 32768])
+    gates: list[Literal["default", "aggressive"]] = Field(default_factory=lambda: ["default", "aggressive"])
+    horizon: int = Field(2, description="steps ahead that decide whether a message is still needed")
+    seed: int = 0
+
+
+class Mixture(BaseConfig):
+    """Row weight = kind x source x family x window weights (missing keys weigh 1). A row of
+    weight w is kept floor(w) times plus once more with probability frac(w) (seeded)."""
+
+    kind: dict[str, float] = Field(default_factory=dict)
+    source: dict[str, float] = Field(default_factory=dict)
+    family: dict[str, float] = Field(default_factory=dict)
+    window: dict[str, float] = Field(default_factory=dict)
+
+
+class Dedupe(BaseConfig):
+    exact: bool = True
+    near: bool = True
+    near_threshold: float = Field(0.9, description="Jaccard similarity of targets (MinHash estimate)")
+
+
+class Split(BaseConfig):
+    validation_fraction: float = 0.1
+    test_fraction: float = 0.1
+    held_out_families: list[str] = Field(default_factory=lambda: ["data_analysis"],
+                                         description="whole families kept out of train: the 'heldout' split")
+    seed: int = 0
+
+
+class Stage(BaseConfig):
+    name: str
+    kinds: list[str]
+
+
+class DataRecipe(BaseConfig):
+    # Doctrine and prompts
+    doctrine_version: str = "v1"
+    prompt_mode: Literal["distilled", "doctrine"] = "distilled"
+    nudge_style: Literal["list", "none"] = "list"
+    # Sources
+    sources: Sources = Field(default_factory=Sources)
+    # Replay
+    replay: ReplaySettings = Field(default_factory=ReplaySettings)
+    max_tokens: int = Field(4096, description="samples longer than this (estimated tokens) are dropped")
+    # Curriculum
+    mixture: Mixture = Field(default_factory=Mixture)
+    dedupe: Dedupe = Field(default_factory=Dedupe)
+    split: Split = Field(default_factory=Split)
+    stages: list[Stage] = Field(default_factory=list, description="optional ordering of train rows by stage")
+    shard_rows: int = 1000

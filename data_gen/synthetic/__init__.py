@@ -1,0 +1,81 @@
+"""Seeded synthetic coding-agent sessions in five workload families.
+
+``generate(family, seed, size)`` returns a validated :class:`~data_gen.session.Session`
+whose facts know, by construction, which message introduced them and which later steps
+use them. Same (family, seed, size) gives a byte-identical ``to_json()`` in any process.
+
+Families (``FAMILIES``), each a different session shape:
+
+- ``ts_repo``: a TypeScript library grown by create / test / refactor / rename / retune
+  requests; renamed symbols make their old signature obsolete.
+- ``py_bughunt``: failing pytest run, then traceback -> read -> edit -> rerun loops.
+- ``dep_migration``: a 6-step plan stated once; later user turns only say "continue".
+- ``log_triage``: huge log outputs with one or two needles; the first error is re-quoted
+  in the final report.
+- ``data_analysis``: CSV heads and pandas tables; a threshold chosen early is reused.
+
+The Session Marathon is eval's workload and is deliberately not built here. Which family
+is held out for evaluation is a data config choice, not a property of this package.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..session import Session
+from . import data_analysis, dep_migration, log_triage, py_bughunt, ts_repo
+from ._tools import TOOLS, SessionSize
+
+__all__ = ["FAMILIES", "TOOLS", "SessionSize", "approx_tokens", "generate", "shape_stats"]
+
+FAMILIES: dict[str, Callable[[int, SessionSize], Session]] = {
+    "ts_repo": ts_repo.generate,
+    "py_bughunt": py_bughunt.generate,
+    "dep_migration": dep_migration.generate,
+    "log_triage": log_triage.generate,
+    "data_analysis": data_analysis.generate,
+}
+
+
+def generate(family: str, seed: int, size: SessionSize = SessionSize()) -> Session:
+    """One validated session of ``family`` for ``seed`` (an int >= 0) at ``size``."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown synthetic family {family!r}; known: {', '.join(FAMILIES)}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return FAMILIES[family](seed, size)
+
+
+def _chars(m: dict) -> int:
+    n = len(m.get("content") or "")
+    for c in m.get("tool_calls") or []:
+        n += len((c.get("function") or {}).get("arguments") or "")
+    return n
+
+
+def approx_tokens(session: Session) -> int:
+    """Rough token count: characters of contents and tool-call arguments, divided by 4."""
+    return sum(_chars(m) for m in session.messages) // 4
+
+
+def shape_stats(session: Session) -> dict[str, float]:
+    """Numbers that tell the families apart (and that the CLI summary prints).
+
+    ``tool_share``: share of characters in tool results; ``user_turns``: user messages per
+    task step; ``far_uses``: uses of a fact more than 3 steps after the step that
+    introduced it; ``max_output_share``: the largest single tool result's share of all.
+    """
+    chars = [_chars(m) for m in session.messages]
+    total = max(1, sum(chars))
+    tool = [c for c, m in zip(chars, session.messages) if m.get("role") == "tool"]
+    tasks = sum(1 for s in session.steps if s.kind == "task")
+    users = sum(1 for s in session.steps if s.kind == "task"
+                for m in session.messages[s.start:s.end] if m.get("role") == "user")
+    far = sum(1 for f in session.facts for u in f.used_at if u - session.step_of(f.message) > 3)
+    return {
+        "messages": len(session.messages), "steps": len(session.steps), "facts": len(session.facts),
+        "tokens": approx_tokens(session), "tool_share": round(sum(tool) / total, 4),
+        "user_turns": round(users / max(1, tasks), 4), "far_uses": far,
+        "unused_facts": sum(1 for f in session.facts if not f.used_at),
+        "max_output_share": round(max(tool, default=0) / total, 4),
+    }

@@ -1,0 +1,49 @@
+"""Inference backends behind one interface (see ``base.py``).
+
+``BACKENDS`` maps a name to a factory ``(settings: dict) -> Backend``. Factories import
+their heavy dependencies (torch, transformers, vLLM) only when called.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from eval.backends.base import Backend, BackendError, Completion, Request
+
+__all__ = ["BACKENDS", "Backend", "BackendError", "Completion", "Request", "make_backend"]
+
+
+def _hf(settings: dict[str, Any]) -> Backend:
+    from eval.backends.hf import make_hf
+
+    return make_hf(settings)
+
+
+def _vllm(settings: dict[str, Any]) -> Backend:
+    from eval.backends.vllm import make_vllm
+
+    return make_vllm(settings)
+
+
+def _openai(settings: dict[str, Any]) -> Backend:
+    from eval.backends.openai import make_openai
+
+    return make_openai(settings)
+
+
+def _oracle(settings: dict[str, Any]) -> Backend:
+    from eval.backends.oracle import make_oracle
+
+    return make_oracle(settings)
+
+
+BACKENDS: dict[str, Callable[[dict[str, Any]], Backend]] = {
+    "hf": _hf, "vllm": _vllm, "openai": _openai, "oracle": _oracle,
+}
+
+
+def make_backend(name: str, settings: dict[str, Any] | None = None) -> Backend:
+    """Build a backend by name; unknown names raise BackendError listing the choices."""
+    if name not in BACKENDS:
+        raise BackendError(f"unknown backend {name!r}; expected one of {sorted(BACKENDS)}")
+    return BACKENDS[name](dict(settings or {}))

@@ -1,0 +1,111 @@
+"""The ``hf`` backend: in-process transformers, the base model or base + PEFT adapter.
+
+Greedy by default. Prompts are rendered with the chat template training used
+(``train.templates.choose_template``, the same tool-call text form), and replies are parsed
+with ``train.tool_format.parse_assistant_text``. With an adapter loaded, a request without
+``use_adapter`` runs under ``disable_adapter()``, so one loaded model serves base and
+adapter arms. ``complete_batch`` left-pads and generates a batch in one ``generate`` call.
+KV-cache reuse across a session's calls is not implemented (each call prefills its prompt).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from eval.backends.base import Backend, BackendError, Completion, Request, reply_from_text
+
+
+class HFBackend(Backend):
+    name = "hf"
+
+    def __init__(self, model: str, adapter_dir: str | None = None, dtype: str = "float32",
+                 chat_template: str = "auto", batch_size: int = 4, **_: Any):
+        import torch
+
+        from train.models import ModelSpecError, load_model, load_tokenizer, resolve_model
+        from train.templates import choose_template
+
+        try:
+            resolved = resolve_model(model)
+        except ModelSpecError as exc:
+            raise BackendError(str(exc)) from None
+        self.spec = model
+        self.adapter_dir = adapter_dir
+        self.tokenizer = load_tokenizer(resolved)
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.template = choose_template(self.tokenizer, chat_template).template
+        net = load_model(resolved, dtype=dtype)
+        if adapter_dir:
+            from peft import PeftModel
+
+            net = PeftModel.from_pretrained(net, adapter_dir)
+        net.eval()
+        self.model = net
+        self.batch_size = max(1, int(batch_size))
+        self._torch = torch
+        torch.manual_seed(0)
+
+    def render(self, request: Request) -> str:
+        from train.tool_format import normalise_tool_calls
+
+        return self.tokenizer.apply_chat_template(
+            normalise_tool_calls(request.messages), tools=request.tools or None,
+            chat_template=self.template, tokenize=False, add_generation_prompt=True)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _adapter_ctx(self, use_adapter: bool):
+        if use_adapter and not self.adapter_dir:
+            raise BackendError("a request asked for the adapter but no adapter_dir is loaded")
+        if self.adapter_dir and not use_adapter:
+            return self.model.disable_adapter()
+        return contextlib.nullcontext()
+
+    def _generate(self, requests: list[Request]) -> list[Completion]:
+        torch = self._torch
+        prompts = [self.render(r) for r in requests]
+        self.tokenizer.padding_side = "left"
+        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        max_new = max(r.max_tokens for r in requests)
+        t0 = time.perf_counter()
+        with torch.no_grad(), self._adapter_ctx(requests[0].use_adapter):
+            out = self.model.generate(**enc, max_new_tokens=max_new, do_sample=False,
+                                      pad_token_id=self.tokenizer.pad_token_id)
+        latency = (time.perf_counter() - t0) / len(requests)
+        width = enc["input_ids"].shape[1]
+        results = []
+        for i, r in enumerate(requests):
+            gen = out[i, width:].tolist()[: r.max_tokens]
+            eos = self.tokenizer.eos_token_id
+            if eos in gen:
+                gen = gen[: gen.index(eos)]
+            text = self.tokenizer.decode(gen, skip_special_tokens=True)
+            pt = int(enc["attention_mask"][i].sum())
+            results.append(reply_from_text(text, prompt_tokens=pt, completion_tokens=len(gen),
+                                           latency_s=latency))
+        return results
+
+    def _complete(self, request: Request) -> Completion:
+        return self._generate([request])[0]
+
+    def complete_batch(self, requests: list[Request]) -> list[Completion]:
+        """Batches of ``batch_size`` requests that share the adapter setting."""
+        out: list[Completion | None] = [None] * len(requests)
+        for flag in (False, True):
+            idx = [i for i, r in enumerate(requests) if r.use_adapter == flag]
+            for k in range(0, len(idx), self.batch_size):
+                chunk = idx[k:k + self.batch_size]
+                for i, c in zip(chunk, self._generate([requests[i] for i in chunk])):
+                    out[i] = c
+        return [c for c in out if c is not None]
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "model": self.spec, "adapter_dir": self.adapter_dir}
+
+
+def make_hf(settings: dict[str, Any] | None = None, **_: Any) -> HFBackend:
+    return HFBackend(**(settings or {}))
