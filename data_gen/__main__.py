@@ -14,6 +14,7 @@ COMMANDS: dict[str, str] = {
     "build": "data_gen.cli_build:register_build",
     "inspect": "data_gen.cli_build:register_inspect",
     "validate-trajectories": "data_gen.cli_trajectories:register",
+    "synthetic": "data_gen.cli_synthetic:register",
 }
 
 

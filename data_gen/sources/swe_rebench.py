@@ -458,7 +458,10 @@ def _check_pairs(messages: list[dict[str, Any]]) -> None:
 # ---------------------------------------------------------------------------- sessions
 
 # A path has at least one "/" and a file extension; a bare "setup.py" is too ambiguous.
-_PATH = re.compile(r"(?<![\w/.-])(?:\.{1,2}/|/)?(?:[\w.-]+/)+[\w-][\w.-]*\.[A-Za-z][\w]{0,9}(?![\w/])")
+# Text is cut into maximal runs of path characters first (linear, no backtracking), and
+# only runs holding both a "/" and a "." are matched against the path shape.
+_RUN = re.compile(r"[\w./-]+")
+_PATH = re.compile(r"(?:\.{1,2}/|/)?(?:[\w.-]+/)+[\w-][\w.-]*\.[A-Za-z]\w{0,9}")
 _TRACEBACK_FILE = re.compile(r'File "([^"\n]+)", line (\d+)')
 _EXC_LINE = re.compile(r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure)(?:: .*)?")
 _PYTEST_E = re.compile(r"^E\s+([A-Za-z_][\w.]*(?:Error|Exception)(?:: .*)?)$", re.M)
@@ -640,10 +643,15 @@ def _paths_in(text: str) -> Iterator[tuple[str, str]]:
     for m in _TRACEBACK_FILE.finditer(text):
         if "/" in m.group(1):
             yield _norm_path(m.group(1)), m.group(0)
-    for m in _PATH.finditer(text):
+    for m in _RUN.finditer(text):
         raw = m.group(0)
-        line = re.match(r":(\d+)", text[m.end():m.end() + 12])
-        yield _norm_path(raw), raw + line.group(0) if line else raw
+        if "/" not in raw or "." not in raw:
+            continue
+        bare = raw.rstrip(".")  # a path that ends a sentence
+        if not _PATH.fullmatch(bare):
+            continue
+        line = re.match(r":(\d+)", text[m.end():m.end() + 12]) if bare == raw else None
+        yield _norm_path(bare), bare + line.group(0) if line else bare
 
 
 def _node_ids(text: str) -> set[str]:

@@ -51,7 +51,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
     f_raw, f_pandas, f_report = (b.fact(r, "user_intent", u) for r in rules)
     b.offer_probe(f_report, "Where should the final table go, and how should rates be rounded?")
     rows = []
-    for i in range(p.lines(bounds, 2.5)):
+    for i in range(p.lines(bounds, 3.0)):
         reg = p.choice(regions)
         rows.append([f"C{100000 + p.int(0, 899999)}", reg, p.choice(_PLANS),
                      None if p.chance(0.05) else f"20{p.int(19, 25)}-{p.int(1, 12):02d}-{p.int(1, 28):02d}",
@@ -73,29 +73,42 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
     st: dict = {}
 
     def describe() -> None:
-        stats = ["count", "mean", "std", "min", "25%", "50%", "75%", "max"]
-        cols = ["monthly_spend", "tickets_90d", "churned"]
-        vals = [[float(n_rows)] * 3, [p.float(40, 90), p.float(0.5, 2.5), p.float(0.08, 0.2, 4)],
-                [p.float(20, 60), p.float(0.5, 2), p.float(0.25, 0.4, 4)], [5.0, 0.0, 0.0],
-                [p.float(20, 40), 0.0, 0.0], [p.float(40, 70), 1.0, 0.0], [p.float(80, 120), 2.0, 0.0], [240.0, 9.0, 1.0]]
-        b.bash(f"cd {root} && python -c \"import pandas as pd; print(pd.read_csv('{csv}').describe())\"",
+        stats = ["count", "unique", "top", "freq", "mean", "std", "min", "25%", "50%", "75%", "max"]
+        cols = header
+        top_reg = max(regions, key=lambda x: counts[x])
+        vals = [[n_rows, n_rows, n_rows, n_rows - missing, n_rows, n_rows, n_rows],
+                [n_rows, len(regions), len(_PLANS), p.int(600, 2400), None, None, None],
+                [f"C{p.int(100000, 999999)}", top_reg, p.choice(_PLANS), f"2024-{p.int(1, 12):02d}-01", None, None, None],
+                [1, counts[top_reg], p.int(3000, 9000), p.int(20, 90), None, None, None],
+                [None, None, None, None, p.float(40, 90), p.float(0.5, 2.5), p.float(0.08, 0.2, 4)],
+                [None, None, None, None, p.float(20, 60), p.float(0.5, 2), p.float(0.25, 0.4, 4)],
+                [None, None, None, None, 5.0, 0.0, 0.0], [None, None, None, None, p.float(20, 40), 0.0, 0.0],
+                [None, None, None, None, p.float(40, 70), 1.0, 0.0], [None, None, None, None, p.float(80, 120), 2.0, 0.0],
+                [None, None, None, None, 240.0, 9.0, 1.0]]
+        b.bash(f"cd {root} && python -c \"import pandas as pd; print(pd.read_csv('{csv}').describe(include='all').to_string())\"",
                bash_output(table([""] + cols, [[s] + v for s, v in zip(stats, vals)], index=False), 0))
         b.say("Spend is right-skewed; churned is a 0/1 flag, so its mean is the churn rate.")
 
     def by_region() -> None:
         b.use(f_pandas)
         out = table(["region", "customers", "churn_rate"], [[r, counts[r], churn[r]] for r in sorted(regions)], index=False)
+        months = [f"2025-{m:02d}" for m in range(1, 13)]
+        pivot = table(["region"] + months, [[r] + [round(max(0.0, churn[r] + p.float(-0.06, 0.06, 4)), 3) for _ in months]
+                                            for r in sorted(regions)], index=False)
         r = b.bash(f"cd {root} && python -c \"import pandas as pd; d = pd.read_csv('{csv}'); "
-                   f"print(d.groupby('region').churned.agg(['size', 'mean']).round(4))\"", bash_output(out, 0))
+                   "print(d.groupby('region').churned.agg(['size', 'mean']).round(4)); print(); "
+                   "print(d.pivot_table(index='region', columns='month', values='churned').round(3).to_string())\"",
+                   bash_output(out + "\n\n" + pivot, 0), "Churn per region, overall and by month.")
         top = max(regions, key=lambda x: churn[x])
         row = next(ln.strip() for ln in out.split("\n") if ln.strip().startswith(top + " "))
         st["f_top_row"] = b.fact(row, "exact_values", r)
         b.offer_probe(st["f_top_row"], f"What did the per-region table show for {top}? Quote its row.")
+        note_regions()
 
     def by_plan() -> None:
         rows = [[r, pl, t, p.int(10, 900), round(min(0.6, max(0.0, churn[r] + p.float(-0.05, 0.05, 4))), 4),
                  p.float(20, 150), p.float(0.2, 3.0)]
-                for r in sorted(regions) for pl in _PLANS for t in ("<6m", "6-12m", "1-2y", ">2y")][: p.lines(bounds, 1.5)]
+                for r in sorted(regions) for pl in _PLANS for t in ("<6m", "6-12m", "1-2y", ">2y")][: p.lines(bounds, 2.0)]
         b.bash(f"cd {root} && python -c \"import pandas as pd; d = pd.read_csv('{csv}'); "
                "print(d.groupby(['region', 'plan', 'tenure']).agg(size=('churned', 'size'), churn=('churned', 'mean'), "
                "spend=('monthly_spend', 'mean'), tickets=('tickets_90d', 'mean')).round(4).to_string())\"",
@@ -107,9 +120,10 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
         b.use(st.get("f_region_note"), st.get("f_top_row"))
         q90 = _quantile(list(churn.values()), 0.9)
         med = _quantile(list(churn.values()), 0.5)
+        ranked = "\n".join(f"{x:<18}{churn[x]:.4f}" for x in sorted(regions, key=lambda x: churn[x]))
         r = b.bash(f"cd {root} && python -c \"import pandas as pd; s = pd.read_csv('{csv}').groupby('region').churned.mean(); "
-                   "print(s.quantile([0.5, 0.75, 0.9]).round(4))\"",
-                   bash_output(f"0.50    {med:.4f}\n0.75    {_quantile(list(churn.values()), 0.75):.4f}\n0.90    {q90:.4f}\n"
+                   "print(s.sort_values().to_string()); print(s.quantile([0.5, 0.75, 0.9]).round(4))\"",
+                   bash_output(f"region\n{ranked}\n0.50    {med:.4f}\n0.75    {_quantile(list(churn.values()), 0.75):.4f}\n0.90    {q90:.4f}\n"
                                "Name: churned, dtype: float64", 0))
         thr = round(q90, 2)
         st["thr"] = thr
@@ -118,6 +132,11 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
         a = b.say(d)
         st["f_thr"] = b.fact(d, "decisions", a)
         b.offer_probe(st["f_thr"], "What churn threshold did you choose, and why?")
+        rows = [[f"C{100000 + p.int(0, 899999)}", p.choice(regions), p.choice(_PLANS), None, p.float(5, 240), p.int(0, 9),
+                 int(p.chance(0.15))] for _ in range(p.lines(bounds))]
+        b.bash(f"cd {root} && python -c \"import pandas as pd; d = pd.read_csv('{csv}'); "
+               f"print(d[d.signup_date.isna()].head({len(rows)}).to_string())\"", bash_output(table(header, rows), 0),
+               "What do the rows without a signup date look like?")
         d2 = f"Rows without signup_date ({missing}) stay in: the churn rate does not need tenure."
         a = b.say(d2)
         b.use(f_nulls)
@@ -162,7 +181,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
     def cohorts() -> None:
         months = [f"2025-{m:02d}" for m in range(1, 13)]
         weeks = [f"2025-W{w:02d}" for w in range(1, 53)] + [f"2026-W{w:02d}" for w in range(1, 53)]
-        rows = [[m] + [p.float(0.0, 0.35, 3) for _ in range(12)] for m in weeks[: max(3, p.lines(bounds))]]
+        rows = [[m] + [p.float(0.0, 0.35, 3) for _ in range(12)] for m in weeks[: max(3, p.lines(bounds, 1.5))]]
         b.bash(f"cd {root} && python cohorts.py", bash_output(table(["cohort"] + [f"m{i}" for i in range(1, 13)], rows), 0),
                "Retention by signup cohort, for context.")
         b.say("Cohorts decay at similar rates; no single month explains the regional gap.")
@@ -183,17 +202,16 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
     def outliers() -> None:
         cut = p.int(150, 200)
         rows = [[f"C{100000 + p.int(0, 899999)}", p.choice(regions), p.choice(_PLANS), p.float(cut, 240), p.int(0, 9),
-                 int(p.chance(0.2))] for _ in range(p.lines(bounds, 1.5))]
+                 int(p.chance(0.2))] for _ in range(p.lines(bounds, 2.0))]
         b.bash(f"cd {root} && python -c \"import pandas as pd; d = pd.read_csv('{csv}'); "
                f"print(d[d.monthly_spend > {cut}].drop(columns='signup_date').to_string())\"",
                bash_output(table([h for h in header if h != "signup_date"], rows), 0), "High spenders, to check for data errors.")
         b.say(f"Nothing implausible above {cut}; no outlier filtering needed.")
 
-    order = [describe, by_region, note_regions, threshold, by_plan, script, outliers, sensitivity, cohorts, corr]
+    order = [describe, by_region, threshold, by_plan, script, outliers, sensitivity, cohorts, corr]
     if size.steps - 2 < len(order):  # keep the load-bearing ones first
-        order = [threshold, script, by_region, note_regions, describe, sensitivity, by_plan, cohorts, corr]
-        order = [fn for fn in order[: size.steps - 2]]
-        order.sort(key=[describe, by_region, note_regions, threshold, by_plan, script, sensitivity, cohorts, corr].index)
+        keep = [threshold, script, by_region, describe, sensitivity, by_plan, outliers, cohorts, corr]
+        order = sorted(keep[: size.steps - 2], key=order.index)
     while len(order) < size.steps - 2:
         order.append([cohorts, by_plan, outliers, corr, sensitivity][len(order) % 5])
     b.probes_due(size, 1)

@@ -89,8 +89,12 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
             f"db pool exhausted: timeout after {timeout_ms}ms waiting for a connection (pool_size={new_pool}, in_use={new_pool}, waiting={p.int(9, 90)})",
             f"POST /checkout/{p.int(1000, 99999)} 503 {timeout_ms + p.int(1, 40)}ms",
             f"request failed: upstream timeout after {timeout_ms}ms"]), p.hex(12)))
-    r = b.bash(f"grep -n ' ERROR ' {log} | head -{len(errs)}",
-               bash_output("\n".join(f"{p.int(10000, 90000) + i * 7}:{e}" for i, e in enumerate(errs)), 0),
+    line_no = p.int(10000, 90000)
+    numbered = []
+    for e in errs:
+        numbered.append(f"{line_no}:{e}")
+        line_no += p.int(1, 30)  # routine lines between errors
+    r = b.bash(f"grep -n ' ERROR ' {log} | head -{len(errs)}", bash_output("\n".join(numbered), 0),
                "The earliest errors.")
     f_first = b.fact(first, "error_strings", r)
     b.offer_probe(f_first, "What was the very first error line of the incident? Quote it exactly.")

@@ -190,9 +190,11 @@ def _refactor(b: SessionBuilder, p: Picker, repo: Repo, st: dict, bounds: tuple[
     r = b.editor({"command": "create", "path": repo.abs("src/config.ts"), "file_text": line + "\n"},
                  repo.create("src/config.ts", [line]), "Creating src/config.ts with the constant unchanged.")
     before = list(repo.files["src/cache.ts"])
-    out = repo.replace("src/cache.ts", line, "import { CACHE_TTL_MS } from './config';")
-    b.editor({"command": "str_replace", "path": repo.abs("src/cache.ts"), "old_str": line,
-              "new_str": "import { CACHE_TTL_MS } from './config';"}, out)
+    b.editor({"command": "str_replace", "path": repo.abs("src/cache.ts"), "old_str": line + "\n", "new_str": ""},
+             repo.replace("src/cache.ts", line + "\n", ""))
+    imp = "import { CACHE_TTL_MS } from './config';"
+    b.editor({"command": "insert", "path": repo.abs("src/cache.ts"), "insert_line": 1, "new_str": imp},
+             repo.insert("src/cache.ts", 1, [imp]))
     b.bash(f"cd {repo.root} && git diff src/cache.ts", bash_output(unified_diff("src/cache.ts", before, repo.files["src/cache.ts"])))
     d = "I kept config.ts free of imports, because cache.ts and future modules must be able to import it without cycles."
     a = b.say(f"Done. {d}")

@@ -1,0 +1,64 @@
+"""LabelConfig: every threshold the labeling function uses, with documented defaults."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class LabelConfig:
+    """Thresholds of :func:`doctrine.label.label_decision`.
+
+    * ``min_piece_tokens``: a compress range cut out of a kernel recommendation (split at
+      still-needed messages) is kept only if it holds this many tokens; 200 is the
+      kernel's "viable range" floor, the same one the nudge list uses.
+    * ``spontaneous_min_tokens``: with no nudge shown, compress anyway when the consumed,
+      compressible content reaches this many tokens. ``None`` (default) means
+      ``spontaneous_window_share`` of the window (0.25): the label reads the window
+      size, the model never sees the ratio.
+    * ``emergency_target_share``: an emergency fold frees content until the context
+      would be at most this share of the window (0.6), consumed tool output first;
+      needed ranges are added only if the consumed ones do not get there.
+    * ``summary_ratio``: tier-1 summaries aim at source tokens / this (2.5, above the
+      checker's 2.0 floor); ``summary_min_tokens`` is the floor of that budget.
+    * ``drop_note_min_tokens``: tool results at least this large get a one-line DROP
+      note in the summary.
+    * ``recovery_lookahead``: recovery looks at the facts used by the current step and
+      the next ``recovery_lookahead`` steps (0 = the current step only).
+    * ``keep_session_facts``: a tier-1 summary also keeps the session's own facts of the
+      range verbatim (they are KEEP-class strings by construction) while the budget
+      allows; needed facts are kept whatever the budget.
+    * ``max_actions_per_boundary``: compress / recovery actions the replay takes at one
+      step boundary before the task's own action (a guard against loops).
+    * ``tools_host``: ``"pi"`` or ``"proxy"``: which host's search/decompress semantics
+      recovery labels follow (Pi restores inline and keeps the block folded; its search
+      also ranks folded messages).
+    """
+
+    min_piece_tokens: int = 200
+    spontaneous_min_tokens: int | None = None
+    spontaneous_window_share: float = 0.25
+    emergency_target_share: float = 0.6
+    summary_ratio: float = 2.5
+    summary_min_tokens: int = 40
+    drop_note_min_tokens: int = 150
+    recovery_lookahead: int = 0
+    keep_session_facts: bool = True
+    max_actions_per_boundary: int = 3
+    tools_host: str = "pi"
+
+    def __post_init__(self) -> None:
+        if self.tools_host not in ("pi", "proxy"):
+            raise ValueError(f"tools_host must be 'pi' or 'proxy', got {self.tools_host!r}")
+        if not 0 < self.emergency_target_share < 1:
+            raise ValueError("emergency_target_share must be in (0, 1)")
+        if self.summary_ratio <= 1:
+            raise ValueError("summary_ratio must be > 1")
+
+    def spontaneous_threshold(self, window: int) -> int:
+        if self.spontaneous_min_tokens is not None:
+            return int(self.spontaneous_min_tokens)
+        return int(self.spontaneous_window_share * window)
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,427 @@
+"""Context-management arms: what each arm shows the model before a call.
+
+An arm is a plain function ``arm(state, env) -> View``. ``state`` (:class:`ArmState`) is
+one session's memory for that arm: the history it keeps (the session's replayed messages,
+plus, for kernel arms, the compress exchanges that happened) and whatever the arm adds (a
+compaction summary, the kernel state). ``env`` (:class:`ArmEnv`) is shared: the window,
+the token counter, the doctrine, the session's task tools and system prompt, and a
+``summarise`` callable that asks the model under test for a summary (recorded as a call).
+
+Baselines (``full``, ``n_latest_*``, ``sliding``, ``auto_compact``, ``micro_auto``) work
+on OpenAI chat messages and never show a ref tag, a nudge or the doctrine. Kernel arms
+(``deterministic``, ``doctrine``, ``base_slim``, ``distilled``) render through
+``doctrine.kernel.host.render_for_model`` exactly as the serving host does; after the model
+replies, :func:`apply_reply` applies its compress call (or recovery call) to the state.
+No arm ever shows how full the context is; the summary prompt below says nothing of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from eval.backends.base import prompt_text
+
+__all__ = ["ARMS", "ARM_INFO", "ArmEnv", "ArmInfo", "ArmState", "View", "apply_reply",
+           "gate_overrides", "micro_compact", "protocol_safe_tail"]
+
+# The baselines' one summary prompt (generic, as a threshold compactor would use).
+SUMMARY_PROMPT = ("Summarise the conversation above so that the work can continue from the summary "
+                  "alone. Keep file paths, line numbers, error messages, exact values, decisions and "
+                  "the user's requests. Reply with the summary text only.")
+CLEARED = "[Old tool result content cleared]"
+SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
+
+
+@dataclass(frozen=True)
+class ArmInfo:
+    kind: str  # "baseline" | "kernel"
+    prompt_mode: str | None = None  # kernel arms: "doctrine" | "distilled" | None (no doctrine)
+    use_adapter: bool = False
+    nudges: bool = False
+
+
+@dataclass
+class ArmEnv:
+    window: int
+    count_tokens: Callable[[str], int]
+    summarise: Callable[[list[dict[str, Any]], str], str]
+    doctrine: Any = None  # doctrine.spec.Doctrine (kernel arms)
+    task_tools: list[dict[str, Any]] = field(default_factory=list)
+    system_prompt: str = ""
+    kernel_overrides: dict[str, Any] = field(default_factory=dict)
+    compact_threshold: float = 0.8
+    sliding_fraction: float = 0.75
+    micro_min_chars: int = 500
+    micro_keep: int = 5
+    deterministic_every: int = 3  # decision points between engine compressions
+    gate: str = "aggressive"
+
+
+@dataclass
+class ArmState:
+    history: list[dict[str, Any]] = field(default_factory=list)  # chat messages with stable "id"
+    summary: str | None = None  # auto-compaction summary
+    cut: int = 0  # history index where the post-summary tail starts
+    kernel_state: Any = None
+    calls: int = 0  # decision points seen
+    compressions_attempted: int = 0
+    compressions_succeeded: int = 0
+    kernel_errors: list[str] = field(default_factory=list)
+    exchange_seq: int = 0
+
+
+@dataclass
+class View:
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    retained_messages: int
+    retained_tokens: int
+    doctrine_tokens: int = 0
+    nudge_shown: bool = False
+    nudge_text: str = ""
+    flat: list[Any] | None = None  # kernel arms: the flat input of this turn
+    events: list[dict[str, Any]] = field(default_factory=list)  # compactions done before the call
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _strip(m: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in m.items() if k != "id"}
+
+
+def _system(env: ArmEnv) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": env.system_prompt}] if env.system_prompt else []
+
+
+def _tokens(env: ArmEnv, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    return env.count_tokens(prompt_text(messages, tools))
+
+
+def _split_question(history: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(history before the question, [question]): a trailing user message is the question."""
+    if history and history[-1].get("role") == "user":
+        return history[:-1], history[-1:]
+    return history, []
+
+
+def protocol_safe_tail(messages: list[dict[str, Any]], start: int) -> int:
+    """Move a cut at ``start`` towards newer messages until no tool exchange is split.
+
+    A retained tool result must have its call retained, and a retained call must keep all
+    of its results: leading tool results are dropped, and so is a leading assistant call
+    whose results are not all inside the retained part.
+    """
+    n = len(messages)
+    while start < n:
+        m = messages[start]
+        if m.get("role") == "tool":
+            start += 1
+            continue
+        calls = {c.get("id") for c in (m.get("tool_calls") or [])}
+        if calls:
+            later = {x.get("tool_call_id") for x in messages[start + 1:] if x.get("role") == "tool"}
+            if not calls <= later:
+                start += 1
+                continue
+        break
+    return start
+
+
+def _view(env: ArmEnv, body: list[dict[str, Any]], retained: int) -> View:
+    msgs = _system(env) + [_strip(m) for m in body]
+    return View(msgs, list(env.task_tools), retained, _tokens(env, msgs, env.task_tools))
+
+
+# ----------------------------------------------------------------------------- baselines
+
+
+def full(state: ArmState, env: ArmEnv) -> View:
+    """Unbounded history: the reference condition."""
+    return _view(env, state.history, len(state.history))
+
+
+def n_latest(state: ArmState, env: ArmEnv, n: int = 20) -> View:
+    """The newest ``n`` history messages before the question, cut protocol-safely."""
+    before, question = _split_question(state.history)
+    start = protocol_safe_tail(before, max(0, len(before) - n))
+    kept = before[start:]
+    return _view(env, kept + question, len(kept))
+
+
+def sliding(state: ArmState, env: ArmEnv) -> View:
+    """Newest messages that fit ``sliding_fraction`` of the window (protocol-safe cut)."""
+    budget = int(env.window * env.sliding_fraction)
+    fixed = _tokens(env, _system(env), env.task_tools)
+    start, used = len(state.history), fixed
+    while start > 0:
+        t = env.count_tokens(prompt_text([_strip(state.history[start - 1])]))
+        if used + t > budget:
+            break
+        used += t
+        start -= 1
+    start = protocol_safe_tail(state.history, start)
+    kept = state.history[start:]
+    return _view(env, kept, len(kept))
+
+
+def micro_compact(messages: list[dict[str, Any]], min_chars: int = 500, keep: int = 5) -> list[dict[str, Any]]:
+    """Replace old, long tool results with a placeholder.
+
+    The newest ``max(keep, this turn's tool results)`` results stay; "this turn" is
+    everything after the last user message.
+    """
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    this_turn = sum(1 for m in messages[last_user + 1:] if m.get("role") == "tool")
+    tool_idx = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
+    protected = set(tool_idx[-max(keep, this_turn):]) if tool_idx else set()
+    out = []
+    for i, m in enumerate(messages):
+        if m.get("role") == "tool" and i not in protected and len(m.get("content") or "") > min_chars:
+            m = {**m, "content": CLEARED}
+        out.append(m)
+    return out
+
+
+def _compacted(state: ArmState, env: ArmEnv, micro: bool) -> View:
+    def body() -> list[dict[str, Any]]:
+        tail = state.history[state.cut:]
+        head = [{"role": "user", "content": SUMMARY_PREFIX + state.summary}] if state.summary else []
+        msgs = head + tail
+        return micro_compact(msgs, env.micro_min_chars, env.micro_keep) if micro else msgs
+
+    events = []
+    msgs = body()
+    view = _view(env, msgs, len(msgs))
+    if view.retained_tokens > env.compact_threshold * env.window:
+        last_user = max((i for i, m in enumerate(state.history) if m.get("role") == "user"), default=0)
+        if last_user > state.cut or (state.summary is None and last_user > 0):
+            source = _system(env) + [_strip(m) for m in msgs[: len(msgs) - (len(state.history) - last_user)]]
+            summary = env.summarise(source, SUMMARY_PROMPT)
+            events.append({"event": "auto_compact", "before_tokens": view.retained_tokens,
+                           "summarised_messages": last_user - state.cut + (1 if state.summary else 0)})
+            state.summary, state.cut = summary, last_user
+            msgs = body()
+            view = _view(env, msgs, len(msgs))
+            events[-1]["after_tokens"] = view.retained_tokens
+    view.events = events
+    return view
+
+
+def auto_compact(state: ArmState, env: ArmEnv) -> View:
+    """One summary of everything before the last user message once the context passes 80%."""
+    return _compacted(state, env, micro=False)
+
+
+def micro_auto(state: ArmState, env: ArmEnv) -> View:
+    """Micro-compaction of old tool results before each call, plus auto compaction."""
+    return _compacted(state, env, micro=True)
+
+
+# ----------------------------------------------------------------------------- kernel arms
+
+
+def gate_overrides(preset: str, window: int) -> dict[str, Any]:
+    """Kernel overrides for a gate preset.
+
+    ``default``: the reference defaults (their 50K growth gate never fires in small windows).
+    ``aggressive`` (the pilot's all-gates-relaxed tuning): growth threshold G = 2 % of the
+    window (``growth_ratio`` 0.02, floor 0, cap 2 % of the window), effective growth floor
+    10 % of G (``min_growth_ratio`` 0.10, ``min_growth_floor`` 0), minimum range 6 % of the
+    window in tokens, as chars at 4 per token (``min_compress_range``), and a recent zone of
+    10 % of the window (``preserve_recent_tokens``) so small windows have something to fold.
+    """
+    if preset == "default":
+        return {}
+    if preset != "aggressive":
+        raise ValueError(f"unknown gate preset {preset!r}; expected 'default' or 'aggressive'")
+    return {"nudge": {"growth_ratio": 0.02, "growth_floor": 0, "growth_cap": max(1, int(0.02 * window)),
+                      "min_growth_ratio": 0.10, "min_growth_floor": 0},
+            "compress": {"min_compress_range": int(0.06 * window * 4)},
+            "preserve_recent_tokens": int(0.10 * window)}
+
+
+def kernel_config(env: ArmEnv):
+    from doctrine.kernel.config import KernelConfig, apply_overrides
+
+    cfg = KernelConfig.for_limit(env.window, **gate_overrides(env.gate, env.window))
+    return apply_overrides(cfg, env.kernel_overrides) if env.kernel_overrides else cfg
+
+
+def _kernel_render(state: ArmState, env: ArmEnv, mode: str | None, nudges: bool) -> tuple[View, Any]:
+    from doctrine.kernel.chat import flatten, to_chat
+    from doctrine.kernel.host import HostConfig, render_for_model
+    from doctrine.kernel.state import CompressionState
+    from doctrine.prompts import nudge_text_for
+    from doctrine.render import render_system_prompt
+    from doctrine.tools import tool_schemas
+
+    cfg = kernel_config(env)
+    if state.kernel_state is None:
+        state.kernel_state = CompressionState.initial()
+    if mode is not None:
+        system = render_system_prompt(env.doctrine, mode, base_prompt=env.system_prompt)
+        tools = tool_schemas(env.doctrine, mode) + list(env.task_tools)
+        doctrine_only = render_system_prompt(env.doctrine, mode) + json.dumps(
+            [t["function"]["description"] for t in tool_schemas(env.doctrine, mode)])
+    else:  # deterministic: the kernel's layout, no doctrine text and no compress tool for the model
+        system, tools, doctrine_only = env.system_prompt, list(env.task_tools), ""
+    flat = flatten(state.history)
+    count = _tokens(env, [{"role": "system", "content": system}] + [_strip(m) for m in state.history], tools)
+    host = HostConfig(nudge="trailing-user" if nudges else "none")
+    text_fn = nudge_text_for(env.doctrine, mode) if (nudges and mode) else None
+    mv = render_for_model(flat, state.kernel_state, cfg, count, host, text_fn)
+    state.kernel_state = mv.state
+    msgs = ([{"role": "system", "content": system}] if system else []) + to_chat(mv.messages)
+    nudge = mv.messages[-1].text if mv.nudge_shown else ""
+    retained = sum(1 for m in mv.messages if m.id != "acp_nudge")
+    dt = env.count_tokens(doctrine_only) + (env.count_tokens(nudge) if nudge else 0) if doctrine_only else 0
+    view = View(msgs, tools, retained, _tokens(env, msgs, tools), dt, mv.nudge_shown, nudge, flat)
+    return view, mv
+
+
+def kernel_arm(state: ArmState, env: ArmEnv, mode: str = "distilled") -> View:
+    """Base model (or base + adapter) with the kernel, prompts in ``mode``; the model decides."""
+    view, _ = _kernel_render(state, env, mode, nudges=True)
+    return view
+
+
+def deterministic(state: ArmState, env: ArmEnv) -> View:
+    """Every ``deterministic_every`` calls the engine folds the largest recommended range;
+    the model only writes that range's summary."""
+    from doctrine.kernel.compress import CompressRange, apply_compression
+
+    state.calls += 1
+    view, mv = _kernel_render(state, env, None, nudges=False)
+    if state.calls % max(1, env.deterministic_every):
+        return view
+    ranges = sorted(mv.decision.compressible_ranges, key=lambda r: -r.tokens)
+    if not ranges:
+        return view
+    r = ranges[0]
+    source = _range_messages(view.flat, state.kernel_state, r.start_ref, r.end_ref)
+    summary = env.summarise([{"role": "user", "content": source}], SUMMARY_PROMPT)
+    call_id = f"engine_{state.exchange_seq}"
+    state.compressions_attempted += 1
+    res = apply_compression([CompressRange(r.start_ref, r.end_ref, summary, "engine")], view.flat,
+                            state.kernel_state, kernel_config(env), compress_call_id=call_id)
+    if res.errors:
+        state.kernel_errors.extend(res.errors)
+        return view
+    state.compressions_succeeded += 1
+    state.kernel_state = res.state
+    args = {"topic": "engine", "content": [{"startId": r.start_ref, "endId": r.end_ref, "summary": summary}]}
+    _append_exchange(state, "compress", args, res.text, call_id)
+    view2, _ = _kernel_render(state, env, None, nudges=False)
+    view2.events = [{"event": "engine_compress", "range": [r.start_ref, r.end_ref],
+                     "tokens_compressed": res.tokens_compressed}]
+    return view2
+
+
+def _range_messages(flat: list[Any], kstate: Any, start_ref: str, end_ref: str) -> str:
+    from doctrine.kernel.refs import lookup_ref
+
+    ids = [m.id for m in flat]
+    a, b = lookup_ref(start_ref, kstate), lookup_ref(end_ref, kstate)
+    if a not in ids or b not in ids:
+        return ""
+    i, j = ids.index(a), ids.index(b)
+    return "\n".join(f"{m.role}: {m.text}" for m in flat[i:j + 1])
+
+
+def _append_exchange(state: ArmState, name: str, args: dict[str, Any], result: str, call_id: str,
+                     content: str = "") -> None:
+    state.exchange_seq += 1
+    sid = f"x{state.exchange_seq}"
+    state.history.append({"id": sid, "role": "assistant", "content": content, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}]})
+    state.history.append({"id": sid + "r", "role": "tool", "tool_call_id": call_id, "name": name, "content": result})
+
+
+KERNEL_TOOLS = ("compress", "search_context", "decompress", "acp_status")
+
+
+def apply_reply(state: ArmState, env: ArmEnv, view: View, reply: dict[str, Any]) -> dict[str, Any]:
+    """Apply a kernel arm's reply: compress calls go through the kernel, recovery tools run.
+
+    Returns counts for the call record: ``compress_attempted``, ``compress_ok``,
+    ``kernel_errors`` (strings), ``recovery`` (tool names run). Errors never raise.
+    """
+    from doctrine.kernel.compress_args import compress_tool_call
+
+    out: dict[str, Any] = {"compress_attempted": 0, "compress_ok": 0, "kernel_errors": [], "recovery": []}
+    for call in reply.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        name, args = fn.get("name"), fn.get("arguments") or "{}"
+        call_id = call.get("id") or f"call_{state.exchange_seq}"
+        if name == "compress":
+            out["compress_attempted"] += 1
+            state.compressions_attempted += 1
+            res = compress_tool_call(args, view.flat or [], state.kernel_state, kernel_config(env),
+                                     call_id=call_id)
+            if res.errors:
+                out["kernel_errors"].extend(res.errors)
+                state.kernel_errors.extend(res.errors)
+            if res.blocks_created:
+                out["compress_ok"] += 1
+                state.compressions_succeeded += 1
+                state.kernel_state = res.state
+            try:
+                parsed = json.loads(args) if isinstance(args, str) else args
+            except ValueError:
+                parsed = {"raw": args}
+            _append_exchange(state, "compress", parsed if isinstance(parsed, dict) else {"content": parsed},
+                             res.text, call_id, reply.get("content") or "")
+        elif name == "search_context":
+            text = _run_search(state, view, args)
+            out["recovery"].append(name)
+            _append_exchange(state, name, _loads(args), text, call_id)
+    return out
+
+
+def _loads(args: Any) -> dict[str, Any]:
+    try:
+        v = json.loads(args) if isinstance(args, str) else args
+    except ValueError:
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
+def _run_search(state: ArmState, view: View, args: Any) -> str:
+    from doctrine.kernel.search import build_message_docs, render_search_result, search_context
+
+    query = str(_loads(args).get("query") or "")
+    try:
+        docs = build_message_docs(view.flat or [], state.kernel_state)
+        results = search_context(query, state.kernel_state, docs)
+        return render_search_result(results, query, len(state.kernel_state.blocks), len(docs))
+    except Exception as exc:  # a bad query is the model's failure, counted by the caller
+        return f"[search_context FAILED: {exc}]"
+
+
+ARMS: dict[str, Callable[[ArmState, ArmEnv], View]] = {
+    "full": full,
+    "n_latest_10": partial(n_latest, n=10),
+    "n_latest_20": partial(n_latest, n=20),
+    "n_latest_40": partial(n_latest, n=40),
+    "sliding": sliding,
+    "auto_compact": auto_compact,
+    "micro_auto": micro_auto,
+    "deterministic": deterministic,
+    "doctrine": partial(kernel_arm, mode="doctrine"),
+    "base_slim": partial(kernel_arm, mode="distilled"),
+    "distilled": partial(kernel_arm, mode="distilled"),
+}
+
+ARM_INFO: dict[str, ArmInfo] = {
+    **{name: ArmInfo("baseline") for name in ("full", "n_latest_10", "n_latest_20", "n_latest_40",
+                                              "sliding", "auto_compact", "micro_auto")},
+    "deterministic": ArmInfo("kernel"),
+    "doctrine": ArmInfo("kernel", "doctrine", False, True),
+    "base_slim": ArmInfo("kernel", "distilled", False, True),
+    "distilled": ArmInfo("kernel", "distilled", True, True),
+}

@@ -1,0 +1,104 @@
+"""Per-case metrics and their aggregation per arm (and per kind for decisions)."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+__all__ = ["aggregate", "by_kind", "mean", "range_overlap", "ref_interval", "scripted_metrics"]
+
+
+def mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def scripted_metrics(calls: list[dict[str, Any]], probes: list[dict[str, Any]], refetches: int,
+                     attempted: int, succeeded: int) -> dict[str, Any]:
+    """The Session Marathon figures of one case from its call records and probe results."""
+    ctx = [c["retained_tokens"] for c in calls]
+    real = [c for c in calls if c.get("real")]
+    return {
+        "calls": len(calls),
+        "model_calls": len(real),
+        "billed_tokens": sum(c["prompt_tokens"] + c["completion_tokens"] for c in calls),
+        "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
+        "completion_tokens": sum(c["completion_tokens"] for c in calls),
+        "doctrine_tokens": sum(c.get("doctrine_tokens", 0) for c in calls),
+        "mean_context": mean(ctx),
+        "peak_context": max(ctx, default=0),
+        "compressions_attempted": attempted,
+        "compressions_succeeded": succeeded,
+        "refetches": refetches,
+        "probes": len(probes),
+        "probe_accuracy": mean([p["score"] for p in probes]) if probes else None,
+        "evidence_survival": mean([p["survival"] for p in probes]) if probes else None,
+        "malformed_calls": sum(1 for c in real if c.get("parse_errors")),
+        "kernel_errors": sum(len(c.get("kernel_errors") or []) for c in real),
+        "latency_s": sum(c.get("latency_s", 0.0) for c in real),
+    }
+
+
+# Metrics whose per-arm aggregate is a sum across cases; all others are means.
+SUMMED = {"calls", "model_calls", "billed_tokens", "prompt_tokens", "completion_tokens", "doctrine_tokens",
+          "compressions_attempted", "compressions_succeeded", "refetches", "probes", "malformed_calls",
+          "kernel_errors", "prefix_cache_hits", "prefix_cache_queries", "cases"}
+
+
+def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Combine per-case metric dicts: counts summed, rates and sizes averaged (None skipped)."""
+    out: dict[str, Any] = {"cases": len(rows)}
+    keys = sorted({k for r in rows for k in r})
+    for k in keys:
+        vals = [r[k] for r in rows if isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool)]
+        bools = [r[k] for r in rows if isinstance(r.get(k), bool)]
+        if bools and not vals:
+            out[k] = mean([float(b) for b in bools])
+        elif not vals:
+            continue
+        elif k in SUMMED:
+            out[k] = sum(vals)
+        elif k.startswith("peak"):
+            out[k] = max(vals)
+        else:
+            out[k] = mean(vals)
+    if out.get("prefix_cache_queries"):
+        out["prefix_cache_hit_rate"] = out.get("prefix_cache_hits", 0) / out["prefix_cache_queries"]
+    return out
+
+
+def by_kind(rows: list[dict[str, Any]], key: str = "label_kind") -> dict[str, dict[str, Any]]:
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[str(r.get(key))].append(r)
+    return {k: aggregate(v) for k, v in sorted(groups.items())}
+
+
+_MREF = re.compile(r"^[mM]0*(\d{1,6})$")
+_BREF = re.compile(r"^[bB]0*(\d{1,6})$")
+
+
+def ref_interval(start: str, end: str) -> tuple[str, int, int] | None:
+    """("m"|"b", lo, hi) for a range given by two refs of the same kind, else None."""
+    for kind, pat in (("m", _MREF), ("b", _BREF)):
+        a, b = pat.match(str(start).strip()), pat.match(str(end).strip())
+        if a and b:
+            lo, hi = int(a.group(1)), int(b.group(1))
+            return (kind, lo, hi) if lo <= hi else None
+    return None
+
+
+def range_overlap(predicted: list[tuple[str, str]], reference: list[tuple[str, str]]) -> float:
+    """Jaccard overlap of the refs covered by two range lists (message or block numbers)."""
+    def cover(ranges: list[tuple[str, str]]) -> set[tuple[str, int]]:
+        s: set[tuple[str, int]] = set()
+        for a, b in ranges:
+            iv = ref_interval(a, b)
+            if iv:
+                s.update((iv[0], i) for i in range(iv[1], iv[2] + 1))
+        return s
+
+    p, r = cover(predicted), cover(reference)
+    if not p and not r:
+        return 1.0
+    return len(p & r) / len(p | r) if p | r else 0.0
