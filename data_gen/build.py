@@ -124,6 +124,26 @@ def build_curriculum(recipe: DataRecipe, out: str | Path, *, log=print, progress
     for s in sessions:
         sessions_by_split[assign_split(s.session_id, s.family, recipe.split)] += 1
         sources[s.source] += 1
+    if recipe.sources.logged is not None and recipe.sources.logged.paths:
+        from .sources.logged import logged_samples
+
+        logged_sessions = set()
+        for window in recipe.replay.windows:
+            for sample in logged_samples(recipe.sources.logged.paths, doctrine=doctrine, prompt_mode=recipe.prompt_mode,
+                                         window=window, min_score=recipe.sources.logged.min_score,
+                                         below_threshold=recipe.sources.logged.below_threshold, rejects=rejects,
+                                         nudge_style=recipe.nudge_style):
+                if sample_tokens(sample) > recipe.max_tokens:
+                    rejects["too_long"] += 1
+                    continue
+                sid = sample["meta"]["session_id"]
+                split = assign_split(sid, sample["meta"]["family"], recipe.split)
+                if sid not in logged_sessions:
+                    logged_sessions.add(sid)
+                    sessions_by_split[split] += 1
+                    sources["logged"] += 1
+                sample["meta"]["split"] = split
+                samples.append(sample)
     samples, removed = dedupe(samples, recipe.dedupe)
     rejects.update(removed)
     by_split: dict[str, list[dict]] = {name: [] for name in SPLITS}

@@ -84,6 +84,7 @@ class View:
     nudge_shown: bool = False
     nudge_text: str = ""
     flat: list[Any] | None = None  # kernel arms: the flat input of this turn
+    decision: Any = None  # kernel arms: the kernel's NudgeDecision (hindsight policies read it)
     events: list[dict[str, Any]] = field(default_factory=list)  # compactions done before the call
 
 
@@ -280,7 +281,8 @@ def _kernel_render(state: ArmState, env: ArmEnv, mode: str | None, nudges: bool)
     nudge = mv.messages[-1].text if mv.nudge_shown else ""
     retained = sum(1 for m in mv.messages if m.id != "acp_nudge")
     dt = env.count_tokens(doctrine_only) + (env.count_tokens(nudge) if nudge else 0) if doctrine_only else 0
-    view = View(msgs, tools, retained, _tokens(env, msgs, tools), dt, mv.nudge_shown, nudge, flat)
+    view = View(msgs, tools, retained, _tokens(env, msgs, tools), dt, mv.nudge_shown, nudge, flat,
+                mv.decision)
     return view, mv
 
 

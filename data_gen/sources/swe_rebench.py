@@ -29,6 +29,7 @@ Conversion rules (those of the compaction-benchmark article, section 4.3):
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import re
@@ -54,6 +55,7 @@ __all__ = [
     "convert_row",
     "iter_hub_rows",
     "iter_rows",
+    "iter_sessions",
     "strip_nulls",
     "to_session",
     "validate_path",
@@ -522,7 +524,7 @@ def _steps(msgs: list[dict[str, Any]]) -> list[Step]:
         if role == "user" or (role == "assistant" and msgs[i - 1]["role"] != "user"):
             starts.append(i)
     ends = starts[1:] + [len(msgs)]
-    return [Step(index=k, start=a, end=b) for k, (a, b) in enumerate(zip(starts, ends))]
+    return [Step(index=k, start=a, end=b) for k, (a, b) in enumerate(zip(starts, ends, strict=True))]
 
 
 def _arg_strings(m: dict[str, Any], edits_only: bool = False) -> list[str]:
@@ -727,7 +729,7 @@ def validate_path(path: str | os.PathLike, *, batch_rows: int = 64, revision: st
     """
     rows = iter_rows(path, revision=revision, batch_rows=batch_rows, split=split)
     if limit is not None:
-        rows = (r for _, r in zip(range(limit), rows))
+        rows = itertools.islice(rows, limit)
     stats = TrajectoryStats()
     for _ in iter_sessions(rows, stats):
         pass

@@ -20,6 +20,7 @@ is held out for evaluation is a data config choice, not a property of this packa
 
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 from ..session import Session
@@ -62,7 +63,7 @@ def shape_stats(session: Session) -> dict[str, float]:
     """Numbers that tell the families apart (and that the CLI summary prints).
 
     ``tool_share``: share of characters in tool results; ``user_turns``: user messages per
-    task step; ``far_uses``: uses of a fact more than 3 steps after the step that
+    task step; ``edit_share``: share of tool calls that edit a file in place; ``far_uses``: uses of a fact more than 3 steps after the step that
     introduced it; ``max_output_share``: the largest single tool result's share of all.
     """
     chars = [_chars(m) for m in session.messages]
@@ -72,10 +73,20 @@ def shape_stats(session: Session) -> dict[str, float]:
     users = sum(1 for s in session.steps if s.kind == "task"
                 for m in session.messages[s.start:s.end] if m.get("role") == "user")
     far = sum(1 for f in session.facts for u in f.used_at if u - session.step_of(f.message) > 3)
+    calls = [c["function"] for m in session.messages for c in m.get("tool_calls") or []]
+    edits = sum(1 for c in calls if c["name"] == "str_replace_editor" and _command(c) in ("str_replace", "insert"))
     return {
         "messages": len(session.messages), "steps": len(session.steps), "facts": len(session.facts),
         "tokens": approx_tokens(session), "tool_share": round(sum(tool) / total, 4),
         "user_turns": round(users / max(1, tasks), 4), "far_uses": far,
         "unused_facts": sum(1 for f in session.facts if not f.used_at),
         "max_output_share": round(max(tool, default=0) / total, 4),
+        "edit_share": round(edits / max(1, len(calls)), 4),
     }
+
+
+def _command(fn: dict) -> str:
+    try:
+        return str(json.loads(fn.get("arguments") or "{}").get("command", ""))
+    except (ValueError, AttributeError):
+        return ""

@@ -137,7 +137,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
         b.bash(f"cd {root} && python -c \"import pandas as pd; d = pd.read_csv('{csv}'); "
                f"print(d[d.signup_date.isna()].head({len(rows)}).to_string())\"", bash_output(table(header, rows), 0),
                "What do the rows without a signup date look like?")
-        d2 = f"Rows without signup_date ({missing}) stay in: the churn rate does not need tenure."
+        d2 = f"Rows without signup_date ({missing}) stay in, because the churn rate does not need tenure."
         a = b.say(d2)
         b.use(f_nulls)
         st["f_nulls_dec"] = b.fact(d2, "decisions", a)

@@ -127,7 +127,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
         r = b.bash(f"deployctl history {svc} --since 10d", bash_output("\n".join(["DEPLOYED_AT           RELEASE  BY    SUMMARY"] + rows), 0),
                    "Which release carried that config?")
         st["facts"]["deploy"] = b.fact(line, "exact_values", r)
-        b.offer_probe(st["facts"]["deploy"], "Quote the deploy history line of the release that changed the pool.")
+        b.offer_probe(st["facts"]["deploy"], "Which deploy history line belongs to the release that changed the pool? Quote it.")
 
     def config() -> None:
         b.use(st["facts"].get("deploy"))
@@ -191,7 +191,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
         r = b.bash(f"grep -n '' {log} | sed -n '/{t_rollback - timedelta(seconds=30):%H:%M:%S}/,+{len(before) + len(after)}p'",
                    bash_output("\n".join(before + [rollback] + after), 0), "And the recovery.")
         st["facts"]["rollback"] = b.fact(rollback, "exact_values", r)
-        b.offer_probe(st["facts"]["rollback"], "Quote the log line that marks the recovery.")
+        b.offer_probe(st["facts"]["rollback"], "Which log line marks the recovery? Quote it.")
         b.say(f"Recovery is the rollback restoring pool_size={old_pool} at {t_rollback:%H:%M:%S}; errors stop right after.")
 
     def older() -> None:

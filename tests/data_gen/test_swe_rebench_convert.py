@@ -6,6 +6,7 @@ import copy
 import importlib.util
 import json
 import random
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -28,7 +29,11 @@ def fixture_module():
     """The fixture generator, loaded from its file (the fixtures folder is not a package)."""
     spec = importlib.util.spec_from_file_location("swe_rebench_make_fixtures", FIXTURES / "make_fixtures.py")
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # no __pycache__ among the fixtures
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.dont_write_bytecode = saved
     return mod
 
 

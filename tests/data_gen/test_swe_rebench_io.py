@@ -41,7 +41,11 @@ JSONL = FIXTURES / "trajectories.jsonl"
 def fixture_module():
     spec = importlib.util.spec_from_file_location("swe_rebench_make_fixtures", FIXTURES / "make_fixtures.py")
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # no __pycache__ among the fixtures
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.dont_write_bytecode = saved
     return mod
 
 

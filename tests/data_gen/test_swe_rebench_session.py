@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from data_gen.session import Session
-from data_gen.sources.swe_rebench import LICENSE, ConvertedTrajectory, convert_row, iter_rows, to_session
+from data_gen.sources.swe_rebench import (
+    LICENSE,
+    ConvertedTrajectory,
+    convert_row,
+    iter_rows,
+    to_session,
+)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "swe_rebench"
 

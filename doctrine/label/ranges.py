@@ -1,0 +1,163 @@
+"""Cut the kernel's recommended ranges into compressible pieces.
+
+A piece is a run of consecutive visible messages (by ref) that the kernel may compress
+(not hard-protected, not in the recent zone, not covered, not a summary anchor, not the
+first user message, which the doctrine never folds) and that the label may compress (no
+message of a still-needed unit). Pieces are unit-aligned: a tool call and its results go
+in together or not at all, so the kernel's tool-pair widening never drags a protected or
+needed message in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from doctrine.kernel.messages import Message
+from doctrine.kernel.protection import protected_ids_with_pairing
+from doctrine.kernel.prune import is_summary_message
+from doctrine.kernel.recommend import Range, soft_zone
+from doctrine.kernel.refs import ref_index
+from doctrine.kernel.tokens import CountTokens, js_len, js_round
+
+from .needed import session_index_of, unit_key
+
+
+@dataclass
+class Piece:
+    """One compress range the label may emit."""
+
+    start_ref: str
+    end_ref: str
+    ids: list[str] = field(default_factory=list)  # raw ids, in order
+    refs: list[str] = field(default_factory=list)
+    tokens: int = 0
+    chars: int = 0
+    tool_tokens: int = 0
+    needed: bool = False  # contains a needed message (emergency only)
+
+    @property
+    def tool_share(self) -> float:
+        return self.tool_tokens / self.tokens if self.tokens else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"startId": self.start_ref, "endId": self.end_ref, "count": len(self.ids),
+                "tokens": self.tokens, "chars": self.chars, "needed": self.needed}
+
+
+def kernel_blocked_ids(view: list[Message], state: Any, config: Any, count: CountTokens) -> set[str]:
+    """Raw ids the kernel would refuse to fold now: hard-protected, recent zone, covered."""
+    covered = state.covered_ids()
+    zone = soft_zone(view, state, config, count, covered)
+    hard = protected_ids_with_pairing(view, config)
+    return covered | zone | hard
+
+
+def _first_user(view: list[Message]) -> str | None:
+    for m in view:
+        if m.role == "user" and not is_summary_message(m):
+            return m.id
+    return None
+
+
+def cut_pieces(ranges: list[Range], view: list[Message], state: Any, config: Any, count: CountTokens,
+               units: list[int], needed: set[int], *, allow_needed: bool = False) -> list[Piece]:
+    """Pieces of ``ranges`` (oldest first) over the untagged kernel ``view``.
+
+    ``needed``: session indices still in use. With ``allow_needed`` they stay in (their
+    pieces are marked ``needed``), for the emergency path.
+    """
+    blocked = kernel_blocked_ids(view, state, config, count)
+    first_user = _first_user(view)
+    if first_user:
+        blocked.add(first_user)
+    # Unit membership over the visible messages with refs.
+    members: dict[str, list[str]] = {}
+    for m in view:
+        members.setdefault(unit_key(m.id, units), []).append(m.id)
+    bad_units = set()
+    needed_units = set()
+    for key, ids in members.items():
+        if any(i in blocked for i in ids):
+            bad_units.add(key)
+        if any(session_index_of(i) in needed for i in ids):
+            needed_units.add(key)
+    out: list[Piece] = []
+    for r in ranges:
+        lo, hi = ref_index(r.start_ref), ref_index(r.end_ref)
+        if lo is None or hi is None:
+            continue
+        cur: Piece | None = None
+        for m in view:
+            ref = state.by_raw.get(m.id)
+            n = ref_index(ref) if ref else None
+            if n is None or is_summary_message(m):
+                # A block anchor or a ref-less message ends a run: a range across an anchor
+                # would re-fold that block (message boundaries fold nested tier-1 blocks).
+                if cur is not None:
+                    out.append(cur)
+                    cur = None
+                continue
+            if n < lo or n > hi:
+                continue
+            key = unit_key(m.id, units)
+            usable = key not in bad_units and (allow_needed or key not in needed_units)
+            if not usable:
+                if cur is not None:
+                    out.append(cur)
+                    cur = None
+                continue
+            t = count(m.text)
+            if cur is None:
+                cur = Piece(ref, ref)
+            cur.end_ref = ref
+            cur.ids.append(m.id)
+            cur.refs.append(ref)
+            cur.tokens += t
+            cur.chars += js_len(m.text)
+            if m.is_tool:
+                cur.tool_tokens += t
+            cur.needed = cur.needed or key in needed_units
+        if cur is not None:
+            out.append(cur)
+    # Unit alignment can leave a piece ending inside a unit whose tail lies past the
+    # range end: trim such trailing partial units (and leading ones).
+    fixed = []
+    for p in out:
+        fixed.extend(_align(p, members, units, view, state, count))
+    return fixed
+
+
+def _align(p: Piece, members: dict[str, list[str]], units: list[int], view: list[Message], state: Any,
+           count: CountTokens) -> list[Piece]:
+    inside = set(p.ids)
+    keep = [i for i in p.ids if all(x in inside for x in members.get(unit_key(i, units), [i]))]
+    if keep == p.ids:
+        return [p]
+    if not keep:
+        return []
+    by_id = {m.id: m for m in view}
+    q = Piece(state.by_raw[keep[0]], state.by_raw[keep[-1]], needed=p.needed)
+    for i in keep:
+        m = by_id[i]
+        t = count(m.text)
+        q.ids.append(i)
+        q.refs.append(state.by_raw[i])
+        q.tokens += t
+        q.chars += js_len(m.text)
+        if m.is_tool:
+            q.tool_tokens += t
+    # A gap inside keep (a partial unit in the middle) cannot happen: units are contiguous.
+    return [q]
+
+
+def viable(pieces: list[Piece], min_tokens: int) -> list[Piece]:
+    return [p for p in pieces if p.tokens >= min_tokens]
+
+
+def total_chars(pieces: list[Piece]) -> int:
+    return sum(p.chars for p in pieces)
+
+
+def tool_pct(p: Piece) -> int:
+    return js_round(100 * p.tool_share)

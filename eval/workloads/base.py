@@ -1,0 +1,65 @@
+"""What every workload shares: a case, the per-run context, call records."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from eval.backends.base import Backend, Completion, Request
+
+
+@dataclass
+class Case:
+    case_id: str
+    payload: Any
+
+
+@dataclass
+class RunContext:
+    """Everything a case needs besides its payload, the arm and the seed."""
+
+    backend: Backend
+    doctrine: Any
+    window: int = 8192
+    horizon: int = 2
+    max_tokens: int = 256
+    arm_settings: dict[str, Any] = field(default_factory=dict)
+    kernel_overrides: dict[str, Any] = field(default_factory=dict)
+    gate: str = "aggressive"
+
+
+def call_record(purpose: str, request: Request | None, completion: Completion | None, *, view: Any = None,
+                real: bool = True, prompt_tokens: int | None = None, completion_tokens: int | None = None,
+                **extra: Any) -> dict[str, Any]:
+    """One call's record: tokens, doctrine tokens, latency, retained context, raw output."""
+    rec: dict[str, Any] = {
+        "purpose": purpose, "real": real, "time": round(time.time(), 3),
+        "prompt_tokens": int(prompt_tokens if prompt_tokens is not None else (completion.prompt_tokens if completion else 0)),
+        "completion_tokens": int(completion_tokens if completion_tokens is not None else (completion.completion_tokens if completion else 0)),
+        "doctrine_tokens": getattr(view, "doctrine_tokens", 0) if view is not None else 0,
+        "retained_messages": getattr(view, "retained_messages", 0) if view is not None else 0,
+        "retained_tokens": getattr(view, "retained_tokens", 0) if view is not None else 0,
+        "nudge_shown": bool(getattr(view, "nudge_shown", False)),
+        "parse_errors": list(completion.parse_errors) if completion else [],
+        "kernel_errors": [],
+    }
+    if completion is not None and real:
+        rec.update(latency_s=round(completion.latency_s, 4), raw_text=completion.raw_text,
+                   tool_calls=completion.tool_calls)
+    if view is not None and getattr(view, "events", None):
+        rec["events"] = view.events
+    rec.update(extra)
+    return rec
+
+
+def safe_complete(backend: Backend, request: Request) -> Completion:
+    """``backend.complete`` where a failure of the call itself becomes a counted parse error."""
+    from eval.backends.base import BackendError
+
+    try:
+        return backend.complete(request)
+    except BackendError:
+        raise  # the backend is unusable: the case fails and the run stays incomplete
+    except Exception as exc:  # noqa: BLE001 - malformed output must never crash a run
+        return Completion({"role": "assistant", "content": ""}, "", [], [f"backend error: {exc}"])

@@ -1,0 +1,173 @@
+"""The scripted-session driver: replay a ``data_gen.session.Session`` through an arm.
+
+The session's own task actions are replayed message by message. Before every assistant
+message the arm builds the context a real agent call would send; that call is *billed*
+(prompt tokens of the arm's context + the replayed message's tokens) without running the
+model. The model under test is really called only where the arm gives it a decision: at
+each step boundary and at every shown nudge (kernel arms: compress, decline or recover),
+to write a summary (auto-compaction, deterministic engine), and to answer probe steps.
+
+Per case: calls, billed tokens, mean/peak context, compressions succeeded/attempted,
+re-fetches (a task step uses a fact that is in neither a raw message nor a summary in the
+visible context), probe accuracy (share of the probe's facts quoted exactly) and evidence
+survival (share of the probe's facts visible when it is asked). Issue 9 adds the Session
+Marathon and recall probes as workloads on this driver.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
+from eval.backends.base import Request, prompt_text
+from eval.judges import contains, fact_recall, visible_text
+from eval.metrics import scripted_metrics
+from eval.workloads.base import Case, RunContext, call_record, safe_complete
+from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply
+
+
+def load_sessions(settings: dict[str, Any], base_dir: Path | None = None) -> list[Any]:
+    """Sessions from ``sessions`` (JSONL files of ``Session.to_json``) and/or ``families``
+    (``data_gen.synthetic.generate(family, seed, size)`` over ``session_seeds``)."""
+    from data_gen.session import Session, SessionError
+
+    out = []
+    paths = settings.get("sessions") or []
+    for p in [paths] if isinstance(paths, str) else paths:
+        path = Path(p)
+        if not path.is_absolute() and base_dir is not None and not path.exists():
+            path = base_dir / path
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            try:
+                out.append(Session.from_dict(json.loads(line)).validate())
+            except (ValueError, SessionError) as exc:
+                raise ValueError(f"{path}:{n}: {exc}") from None
+    families = settings.get("families") or []
+    if families:
+        from data_gen.synthetic import generate
+
+        for fam in families:
+            for seed in settings.get("session_seeds", [0]):
+                out.append(generate(fam, seed, settings.get("size", "small")))
+    return out
+
+
+class ScriptedWorkload:
+    name = "scripted"
+
+    def __init__(self, settings: dict[str, Any], base_dir: Path | None = None):
+        self.settings = dict(settings)
+        self.sessions = load_sessions(self.settings, base_dir)
+
+    def cases(self) -> list[Case]:
+        return [Case(s.session_id, s) for s in self.sessions]
+
+    def supports(self, arm: str) -> bool:
+        return arm in ARMS
+
+    def run_case(self, case: Case, arm: str, seed: int, ctx: RunContext) -> dict[str, Any]:
+        return run_session(case.payload, arm, seed, ctx)
+
+
+def _env(session: Any, ctx: RunContext, summarise) -> ArmEnv:
+    msgs = session.messages
+    system = msgs[0].get("content") or "" if msgs and msgs[0].get("role") == "system" else ""
+    keys = set(ArmEnv.__dataclass_fields__) - {"window", "count_tokens", "summarise", "doctrine", "task_tools",
+                                               "system_prompt", "kernel_overrides", "gate"}
+    extra = {k: v for k, v in ctx.arm_settings.items() if k in keys}
+    return ArmEnv(window=ctx.window, count_tokens=ctx.backend.count_tokens, summarise=summarise,
+                  doctrine=ctx.doctrine, task_tools=list(session.tools), system_prompt=system,
+                  kernel_overrides=dict(ctx.kernel_overrides), gate=ctx.gate, **extra)
+
+
+def run_session(session: Any, arm: str, seed: int, ctx: RunContext) -> dict[str, Any]:
+    """Drive one session through one arm; returns the case result (records + metrics)."""
+    info, arm_fn, backend = ARM_INFO[arm], ARMS[arm], ctx.backend
+    calls: list[dict[str, Any]] = []
+    probes: list[dict[str, Any]] = []
+    counters: dict[str, int] = {}
+
+    def summarise(source: list[dict[str, Any]], instruction: str) -> str:
+        req = Request(source + [{"role": "user", "content": instruction}], [], False, ctx.max_tokens,
+                      {"oracle_reply": summary_reply(session, source)})
+        comp = safe_complete(backend, req)
+        calls.append(call_record("summary", req, comp, retained_tokens=0))
+        calls[-1]["retained_tokens"] = comp.prompt_tokens
+        return (comp.message.get("content") or "").strip() or "(empty summary)"
+
+    env = _env(session, ctx, summarise)
+    state = ArmState()
+    start = 1 if session.messages and session.messages[0].get("role") == "system" else 0
+    msgs = [{**m, "id": f"s{i}"} for i, m in enumerate(session.messages)]
+    refetches = 0
+
+    def decide(step_index: int, purpose: str, view) -> bool:
+        """A real decision call; True when it ran a kernel tool (an extra call), False when
+        the model declined or acted normally (then this call stands in for the task call)."""
+        meta = {"oracle_reply": decision_reply(session, step_index, view, state.kernel_state, env,
+                                               ctx.horizon, seed, counters)}
+        req = Request(view.messages, view.tools, info.use_adapter, ctx.max_tokens, meta)
+        comp = safe_complete(backend, req)
+        rec = call_record(purpose, req, comp, view=view, step=step_index)
+        applied = apply_reply(state, env, view, comp.message)
+        rec.update(kernel_errors=applied["kernel_errors"], compress_attempted=applied["compress_attempted"],
+                   compress_ok=applied["compress_ok"], recovery=applied["recovery"])
+        calls.append(rec)
+        return bool(applied["compress_attempted"] or applied["recovery"])
+
+    for step in session.steps:
+        lo = max(step.start, start)
+        if step.kind == "probe":
+            q_end = lo + 1
+            state.history.extend(msgs[lo:q_end])
+            view = arm_fn(state, env)
+            expected = [f.text for f in session.facts if f.id in step.uses]
+            req = Request(view.messages, view.tools, info.use_adapter, ctx.max_tokens,
+                          {"oracle_reply": probe_reply(expected, view.messages)})
+            comp = safe_complete(backend, req)
+            answer = comp.message.get("content") or ""
+            seen = visible_text(view.messages)
+            probes.append({"step": step.index, "score": fact_recall(answer, expected),
+                           "survival": fact_recall(seen, expected), "expected": expected, "answer": answer})
+            calls.append(call_record("probe", req, comp, view=view, step=step.index))
+            state.history.extend(msgs[q_end:step.end])  # the recorded answer continues the session
+            continue
+        # Facts the step uses that were introduced before it must be visible at its start.
+        opener = lo + 1 if lo < step.end and msgs[lo].get("role") == "user" else lo
+        state.history.extend(msgs[lo:opener])
+        view = arm_fn(state, env)
+        seen = visible_text(view.messages)
+        for f in session.facts:
+            if f.id in step.uses and f.message < lo and not contains(seen, f.text):
+                refetches += 1
+        stands_in = False  # a real decision call took the place of the next task call
+        if info.nudges:
+            stands_in = not decide(step.index, "decision", view)
+        for i in range(opener, step.end):
+            m = msgs[i]
+            if m.get("role") == "assistant":
+                view = arm_fn(state, env)
+                if info.nudges and view.nudge_shown and not stands_in:
+                    if decide(step.index, "nudge", view):
+                        view = arm_fn(state, env)
+                    else:
+                        stands_in = True
+                if stands_in:
+                    stands_in = False
+                else:
+                    completion = env.count_tokens(prompt_text([{k: v for k, v in m.items() if k != "id"}]))
+                    calls.append(call_record("task", None, None, view=view, real=False,
+                                             prompt_tokens=view.retained_tokens,
+                                             completion_tokens=completion, step=step.index))
+            state.history.append(m)
+    metrics = scripted_metrics(calls, probes, refetches, state.compressions_attempted,
+                               state.compressions_succeeded)
+    metrics["oracle_labeler_points"] = counters.get("labeler", 0)
+    metrics["oracle_rule_points"] = counters.get("rule", 0)
+    return {"workload": "scripted", "case_id": session.session_id, "family": session.family,
+            "calls": calls, "probes": probes, "metrics": metrics,
+            "kernel_errors": state.kernel_errors[:50]}
