@@ -152,7 +152,8 @@ def iter_rows(path_or_id: str | os.PathLike, *, revision: str = DEFAULT_REVISION
     text = os.fspath(path_or_id)
     path = Path(text)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and _suffix_ok(p))
+        # Hidden names are skipped: they are partial downloads or temp files being written.
+        files = sorted(p for p in path.rglob("*") if p.is_file() and _suffix_ok(p) and not p.name.startswith("."))
         if not files:
             raise TrajectorySourceError(f"{path}: no {'/'.join(_LOCAL_SUFFIXES)} files in this folder")
         return _chain(_iter_file(f, batch_rows) for f in files)

@@ -8,6 +8,7 @@ by the sensitivity check and by the final report. Outputs are tables, mostly rea
 
 from __future__ import annotations
 
+from ..session import Session
 from ._render import bash_output, csv_head, table
 from ._text import Picker
 from ._tools import SessionBuilder, SessionSize, session_id
@@ -27,7 +28,7 @@ def _quantile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa: F821
+def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
     """One data_analysis session for ``seed`` at ``size``."""
     p = Picker(f"{FAMILY}:{seed}")
     bounds = size.tool_output_lines
@@ -69,6 +70,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
     r = b.bash(f"cd {root} && python -c \"import pandas as pd; pd.read_csv('{csv}').info()\"", bash_output("\n".join(info), 0))
     f_nulls = b.fact(f" 3   signup_date    {n_rows - missing} non-null", "exact_values", r)
     b.offer_probe(f_nulls, "How many non-null signup_date values did df.info() report? Quote its line.")
+    b.fact(f"memory usage: {n_rows * 56 / 1024 / 1024:.1f}+ MB", "exact_values", r)  # noise
     b.say(f"{missing} rows have no signup_date; everything else is complete.")
     st: dict = {}
 
@@ -106,6 +108,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
         note_regions()
 
     def by_plan() -> None:
+        b.user("Could the plan mix explain it? Split by plan and tenure too.")
         rows = [[r, pl, t, p.int(10, 900), round(min(0.6, max(0.0, churn[r] + p.float(-0.05, 0.05, 4))), 4),
                  p.float(20, 150), p.float(0.2, 3.0)]
                 for r in sorted(regions) for pl in _PLANS for t in ("<6m", "6-12m", "1-2y", ">2y")][: p.lines(bounds, 2.0)]
@@ -113,7 +116,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
                "print(d.groupby(['region', 'plan', 'tenure']).agg(size=('churned', 'size'), churn=('churned', 'mean'), "
                "spend=('monthly_spend', 'mean'), tickets=('tickets_90d', 'mean')).round(4).to_string())\"",
                bash_output(table(["region", "plan", "tenure", "size", "churn", "spend", "tickets"], rows, index=False), 0),
-               "Split by plan and tenure as well.")
+               "Splitting by plan and tenure.")
         b.say("The plan split does not change the picture: the high regions are high on every plan.")
 
     def threshold() -> None:
@@ -179,6 +182,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
         b.say("The flagged list moves by at most one region within ±0.02, so the choice is not fragile.")
 
     def cohorts() -> None:
+        b.user("Is this a recent thing? Show me retention by signup cohort.")
         months = [f"2025-{m:02d}" for m in range(1, 13)]
         weeks = [f"2025-W{w:02d}" for w in range(1, 53)] + [f"2026-W{w:02d}" for w in range(1, 53)]
         rows = [[m] + [p.float(0.0, 0.35, 3) for _ in range(12)] for m in weeks[: max(3, p.lines(bounds, 1.5))]]
@@ -187,6 +191,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
         b.say("Cohorts decay at similar rates; no single month explains the regional gap.")
 
     def corr() -> None:
+        b.user("Do spend or support tickets go with churn?")
         cols = ["monthly_spend", "tickets_90d", "churned"]
         rows = [[c] + [1.0 if i == j else p.float(-0.3, 0.5, 3) for j in range(3)] for i, c in enumerate(cols)]
         r = b.bash(f"cd {root} && python -c \"import pandas as pd; print(pd.read_csv('{csv}')[{cols}].corr().round(3))\"",
@@ -200,12 +205,13 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
         st["f_region_note"] = b.fact(f"{top[0]} {churn[top[0]]:.4f}", "exact_values", a)
 
     def outliers() -> None:
+        b.user("Before you trust the numbers, check the high spenders for data errors.")
         cut = p.int(150, 200)
         rows = [[f"C{100000 + p.int(0, 899999)}", p.choice(regions), p.choice(_PLANS), p.float(cut, 240), p.int(0, 9),
                  int(p.chance(0.2))] for _ in range(p.lines(bounds, 2.0))]
         b.bash(f"cd {root} && python -c \"import pandas as pd; d = pd.read_csv('{csv}'); "
                f"print(d[d.monthly_spend > {cut}].drop(columns='signup_date').to_string())\"",
-               bash_output(table([h for h in header if h != "signup_date"], rows), 0), "High spenders, to check for data errors.")
+               bash_output(table([h for h in header if h != "signup_date"], rows), 0), "Checking the high spenders.")
         b.say(f"Nothing implausible above {cut}; no outlier filtering needed.")
 
     order = [describe, by_region, threshold, by_plan, script, outliers, sensitivity, cohorts, corr]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from ..session import Session
 from ._render import bash_output, cat_n, log_line, tick
 from ._text import Picker
 from ._tools import SessionBuilder, SessionSize, session_id
@@ -22,6 +23,11 @@ _ROUTES = ("GET /cart/{n}", "POST /cart/{n}/items", "GET /products/{n}", "POST /
            "GET /orders/{n}", "POST /payments/{n}/authorize", "GET /shipping/quote/{n}")
 _INFO = ("cache hit ratio={r}", "gc pause {ms}ms", "worker {n} heartbeat ok", "kafka consumer lag={n}",
          "feature flag refresh: {n} flags", "tls session resumed", "rate limiter tokens={n}")
+
+
+def _epoch(ts: datetime) -> int:
+    """Seconds since the epoch, reading the naive timestamp as UTC (never the local zone)."""
+    return int((ts - datetime(1970, 1, 1)).total_seconds())
 
 
 def _noise(p: Picker, ts: datetime, n: int, service: str, stop: datetime | None = None) -> tuple[list[str], datetime]:
@@ -40,7 +46,7 @@ def _noise(p: Picker, ts: datetime, n: int, service: str, stop: datetime | None 
     return out, ts
 
 
-def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa: F821
+def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
     """One log_triage session for ``seed`` at ``size``."""
     p = Picker(f"{FAMILY}:{seed}")
     bounds = size.tool_output_lines
@@ -145,7 +151,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa
         st["config_at"] = f"{path}:{ln}"
 
     def metrics() -> None:
-        pts = [f'      [{int((t_first + timedelta(minutes=i)).timestamp())}, "{p.int(20, 60) if i < 0 else p.int(timeout_ms - 200, timeout_ms + 40)}"]'
+        pts = [f'      [{_epoch(t_first + timedelta(minutes=i))}, "{p.int(20, 60) if i < 0 else p.int(timeout_ms - 200, timeout_ms + 40)}"]'
                for i in range(-3, p.lines(bounds, 0.5))]
         body = ['{', '  "status": "success",', '  "data": {', '    "resultType": "matrix",', '    "result": [{',
                 f'      "metric": {{"service": "{svc}", "quantile": "0.99"}},', '      "values": ['] + [",\n".join(pts)] + [

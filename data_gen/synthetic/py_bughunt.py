@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..session import Session
 from ._code import py_module
 from ._render import Repo, bash_output, grep_output, pytest_run, tree_view, unified_diff
 from ._text import NOUNS, Picker
@@ -105,7 +106,7 @@ def _bugs(p: Picker) -> list[Bug]:
     return p.shuffle(out)
 
 
-def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa: F821
+def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
     """One py_bughunt session for ``seed`` at ``size``."""
     p = Picker(f"{FAMILY}:{seed}")
     bounds = size.tool_output_lines
@@ -255,9 +256,13 @@ def _fix(b, p, repo, bug, bounds, state, f_sig, f_reg, tests) -> None:
 
 
 def _callers(b, p, repo, bug, bounds, state, f_sig, f_reg, tests) -> None:
-    hits = [(path, i, ln) for path, i, ln in repo.grep("(")][: p.lines(bounds)]
-    b.bash(f"cd {repo.root} && grep -rn '(' {repo.root.split('/')[-1]}/ | head -{len(hits)}", bash_output(grep_output(hits)),
-           f"Checking how the code around {bug.func} is called, in case other call sites depend on the old behaviour.")
+    pkg = bug.module.split("/")[0]
+    hits = [h for h in repo.grep("", pkg) if h[2].startswith("def ") or bug.func in h[2] or "return " in h[2]]
+    hits = hits[: p.lines(bounds)]
+    b.bash(f"cd {repo.root} && grep -rnE '^def |return |{bug.func}' {pkg}/ | head -{len(hits)}",
+           bash_output(grep_output(hits)),
+           f"Checking who calls {bug.func} and what the neighbouring functions return, in case a caller depends on "
+           "the old behaviour.")
     b.say("No other call site relies on the failing behaviour.")
 
 
@@ -266,17 +271,16 @@ def _regression(b, p, repo, bug, bounds, state, f_sig, f_reg, tests) -> None:
     target = done[0] if done else bug
     b.use(f_reg, target.fact_ids.get("sig"))
     path = "tests/test_regressions.py"
-    body = [f"def test_{target.func}_regression():", f"    {target.test_line}", ""]
+    body = [f"def test_{target.func}_regression():", f"    from {target.module[:-3].replace('/', '.')} import {target.func}",
+            "", f"    {target.test_line}"]
     if path not in repo.files:
-        out = repo.create(path, [f"from {target.module[:-3].replace('/', '.')} import {target.func}", "", ""] + body)
-        b.editor({"command": "create", "path": repo.abs(path), "file_text": "\n".join(repo.files[path])}, out,
+        lines = ['"""One regression test per fixed bug."""', "", ""] + body
+        b.editor({"command": "create", "path": repo.abs(path), "file_text": "\n".join(lines)}, repo.create(path, lines),
                  f"Adding the regression test for {target.func}, as asked.")
     else:
-        imp = f"from {target.module[:-3].replace('/', '.')} import {target.func}"
-        repo.files[path].insert(0, imp)
-        out = repo.insert(path, len(repo.files[path]), [""] + body)
-        b.editor({"command": "insert", "path": repo.abs(path), "insert_line": len(repo.files[path]) - 4,
-                  "new_str": "\n".join([""] + body)}, out, f"Regression test for {target.func}.")
+        n = len(repo.files[path])
+        b.editor({"command": "insert", "path": repo.abs(path), "insert_line": n, "new_str": "\n".join(["", ""] + body)},
+                 repo.insert(path, n, ["", ""] + body), f"Regression test for {target.func}.")
     target.fact_ids["reg"] = "added"
     b.bash(f"cd {repo.root} && python -m pytest {path} -q",
            bash_output(pytest_run(p, repo.root, [(f"{path}::test_{target.func}_regression", True)]), 0))
@@ -285,10 +289,10 @@ def _regression(b, p, repo, bug, bounds, state, f_sig, f_reg, tests) -> None:
 def _lint(b, p, repo, bug, bounds, state, f_sig, f_reg, tests) -> None:
     out = []
     for path in list(repo.files)[: 3]:
-        for i in p.sample(range(1, len(repo.files[path]) + 1), p.int(2, max(3, bounds[1] // 12))):
-            code, msg = p.choice([("E501", "Line too long (93 > 88)"), ("F401", "`os` imported but unused"),
+        for i in sorted(p.sample(range(1, len(repo.files[path]) + 1), p.int(2, max(3, bounds[1] // 12)))):
+            code, msg = p.choice([("E501", f"Line too long ({p.int(89, 120)} > 88)"),
                                   ("B006", "Do not use mutable data structures for argument defaults"),
-                                  ("UP007", "Use `X | Y` for type annotations")])
+                                  ("UP007", "Use `X | Y` for type annotations"), ("SIM108", "Use ternary operator instead of `if`-`else`-block")])
             out.append(f"{path}:{i}:{p.int(1, 60)}: {code} {msg}")
     out.append(f"Found {len(out)} errors.")
     b.bash(f"cd {repo.root} && ruff check .", bash_output("\n".join(out), 1), "Running the linter over the package.")
@@ -300,7 +304,7 @@ def _interject(b, p, repo, bug, bounds, state, f_sig, f_reg, tests) -> None:
         ask = f"Please also keep the log messages of {bug.module} unchanged: ops greps for them."
         u = b.user(f"One more thing while you are at it. {ask}")
         state["interject"] = b.fact(ask, "user_intent", u)
-        hits = repo.grep("logger.", bug.module.split("/")[0])
+        hits = repo.grep("logger.", bug.module)
         b.bash(f"cd {repo.root} && grep -n 'logger\\.' {bug.module}", bash_output(grep_output(hits)))
         b.say(f"Understood: none of my edits touch the logger calls in {bug.module}.")
     else:

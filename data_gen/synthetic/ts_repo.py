@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 
+from ..session import Session
 from ._code import ts_module
 from ._render import Repo, bash_output, grep_output, jest_run, node_stack, tree_view, tsc_output, unified_diff
-from ._text import VERBS, Picker
+from ._text import NOUNS, VERBS, Picker
 from ._tools import SessionBuilder, SessionSize, session_id
 
 FAMILY = "ts_repo"
@@ -28,7 +29,7 @@ class _Fn:
         self.tested = False
 
 
-def generate(seed: int, size: SessionSize = SessionSize()) -> "Session":  # noqa: F821
+def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
     """One ts_repo session for ``seed`` at ``size``."""
     p = Picker(f"{FAMILY}:{seed}")
     bounds = size.tool_output_lines
@@ -160,7 +161,7 @@ def _test(b: SessionBuilder, p: Picker, repo: Repo, st: dict, bounds: tuple[int,
                  f"Tests for {fn.name} in {tpath}.")
     others = [(f"tests/{q.module.split('/')[-1][:-3]}.test.ts", [(f"{q.name} {c}", True) for c in _cases(p)])
               for q in st["fns"] if q.tested]
-    many = [(f"tests/{p.choice(('cache', 'logger', 'index'))}.{i}.test.ts", [(p.sentence()[:-1].lower(), True)
+    many = [(f"tests/{p.choice(NOUNS)}{p.choice(('', 'Store', 'Format', 'Client'))}.test.ts", [(p.sentence()[:-1].lower(), True)
                                                                           for _ in range(p.int(2, 5))])
             for i in range(max(1, p.lines(bounds, 0.25)))]
     if not st["jest_failed"]:

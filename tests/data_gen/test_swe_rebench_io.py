@@ -144,6 +144,8 @@ def test_a_folder_reads_every_file_in_name_order(tmp_path):
     shutil.copy(PARQUET, tmp_path / "a.parquet")
     shutil.copy(JSONL, tmp_path / "b.jsonl")
     (tmp_path / "notes.txt").write_text("ignored")
+    (tmp_path / ".c.jsonl.part").write_text("{broken")
+    (tmp_path / ".d.jsonl").write_text("{broken")
     assert verdicts(iter_rows(tmp_path)) == verdicts(iter_rows(PARQUET)) + verdicts(iter_rows(JSONL))
 
 

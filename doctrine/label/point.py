@@ -1,0 +1,86 @@
+"""DecisionPoint: everything the labeler may read at one model call of a replayed session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from doctrine.kernel.config import KernelConfig
+from doctrine.kernel.host import HostConfig, ModelView
+from doctrine.kernel.messages import Message
+from doctrine.kernel.state import CompressionState
+from doctrine.kernel.tokens import CountTokens, default_count_tokens
+
+from .needed import message_strings
+
+
+@dataclass
+class RecoveryState:
+    """An unfinished recovery: the facts being restored and the last tool result."""
+
+    fact_ids: list[str]
+    tool: str  # "search_context" | "decompress"
+    result_text: str
+    blocks: list[str] = field(default_factory=list)  # ids of the blocks that cover the facts
+    hit_block: str | None = None  # the block the search pointed at
+
+
+@dataclass
+class DecisionPoint:
+    """One decision point of a session replayed through the kernel.
+
+    ``visible``: session messages ``[0, visible)`` are in the history (the next one,
+    ``session.messages[visible]``, is the session's own next assistant turn). ``flat`` is
+    the kernel input (the whole flat history, inserted actions included); ``view`` the
+    host-shaped output of ``render_for_model`` (tags, nudge); ``kernel_view`` the same
+    pruned view without tags (sizes and ranges are read from it).
+    """
+
+    session: Any
+    step: int
+    visible: int
+    flat: list[Message]
+    state_before: CompressionState
+    view: ModelView
+    kernel_view: list[Message]
+    token_count: int
+    window: int
+    kconfig: KernelConfig
+    host: HostConfig = field(default_factory=HostConfig)
+    count_tokens: CountTokens = default_count_tokens
+    action_index: int = 0
+    recovery: RecoveryState | None = None
+    units: list[int] = field(default_factory=list)
+
+    @property
+    def nudge(self):
+        return self.view.decision
+
+    @property
+    def nudge_shown(self) -> bool:
+        return bool(self.view.nudge_shown)
+
+    @property
+    def state(self) -> CompressionState:
+        """The kernel state after this turn (refs assigned): what compress calls apply to."""
+        return self.view.state
+
+    @property
+    def next_message(self) -> dict[str, Any]:
+        return self.session.messages[self.visible]
+
+    @cached_property
+    def visible_text(self) -> str:
+        """All the text the model sees (tool-call arguments decoded), one string."""
+        parts: list[str] = []
+        for m in self.view.messages:
+            parts.extend(message_strings(m.text, m.content_type == "tool-call"))
+        return "\n".join(parts)
+
+    @cached_property
+    def by_id(self) -> dict[str, Message]:
+        out: dict[str, Message] = {}
+        for m in self.flat:
+            out.setdefault(m.id, m)
+        return out

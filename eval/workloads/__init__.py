@@ -1,0 +1,15 @@
+"""Workloads: what the arms are evaluated on.
+
+``WORKLOADS`` maps a name to a class ``(settings, base_dir) -> workload`` with ``cases()``,
+``supports(arm)`` and ``run_case(case, arm, seed, ctx) -> result dict``.
+"""
+
+from __future__ import annotations
+
+from eval.workloads.base import Case, RunContext
+from eval.workloads.held_out import HeldOutWorkload
+from eval.workloads.scripted import ScriptedWorkload
+
+WORKLOADS = {"held_out": HeldOutWorkload, "scripted": ScriptedWorkload}
+
+__all__ = ["WORKLOADS", "Case", "RunContext"]

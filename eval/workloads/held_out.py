@@ -1,0 +1,244 @@
+"""Held-out decisions: one model call per curriculum row, scored against the row's label.
+
+Rows are ``{messages, tools, meta}`` as data_gen writes them, read from
+``<data_dir>/<split>/*.parquet`` (or ``*.jsonl``); the last message is the target and
+``meta.kind`` its kind. The ``doctrine`` arm sees the row re-rendered in doctrine mode
+(system prompt, nudge and tool descriptions rebuilt from the doctrine); ``base_slim`` and
+``distilled`` see it in distilled mode (rebuilt too when the row was rendered otherwise).
+
+Scores per row: decision kind (compress / refuse / recover / ordinary) against the label,
+tool-call validity, range validity (refs visible in the context, start before end) and
+overlap with the label's ranges, conformance of each summary (``doctrine.conform``) and
+prompt tokens (total and spent on doctrine text). The oracle backend answers with the
+label itself: it is the upper reference and checks the scoring end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from eval.backends.base import Request
+from eval.metrics import range_overlap, ref_interval
+from eval.workloads.base import Case, RunContext, call_record, safe_complete
+from eval.workloads.nudges import rerender_context
+
+ARMS_SUPPORTED = ("doctrine", "base_slim", "distilled")
+KINDS = ("compress", "refuse", "recover", "ordinary")
+KIND_OF_LABEL = {"nudged_compress": "compress", "spontaneous_compress": "compress", "tier2": "compress",
+                 "tier3": "compress", "emergency": "compress", "compress": "compress",
+                 "refusal": "refuse", "refuse": "refuse", "recovery": "recover", "recover": "recover",
+                 "ordinary": "ordinary"}
+KERNEL_TOOL_NAMES = {"compress", "decompress", "search_context", "acp_status"}
+_TAG_REF = re.compile(r">(m\d{5})</acp>")
+
+
+def _clean(obj: Any) -> Any:
+    """Drop None values that parquet structs add for absent keys; decode JSON strings of
+    ``tools``/``meta``."""
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, list):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def normalise_row(row: dict[str, Any]) -> dict[str, Any]:
+    row = dict(row)
+    for key in ("tools", "meta", "messages"):
+        if isinstance(row.get(key), str):
+            row[key] = json.loads(row[key])
+    row = _clean(row)
+    if not isinstance(row.get("messages"), list) or len(row["messages"]) < 2:
+        raise ValueError("row needs at least two messages (context and target)")
+    row.setdefault("tools", [])
+    row.setdefault("meta", {})
+    return row
+
+
+def load_rows(data_dir: str | Path, split: str = "test", limit: int | None = None) -> list[dict[str, Any]]:
+    """Rows of ``<data_dir>/<split>/`` (parquet via pyarrow, or JSON lines), in file order."""
+    folder = Path(data_dir) / split
+    files = sorted(folder.glob("*.parquet")) + sorted(folder.glob("*.jsonl"))
+    if not files:
+        raise ValueError(f"{folder}: no *.parquet or *.jsonl files")
+    rows: list[dict[str, Any]] = []
+    for f in files:
+        if f.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            raw = pq.read_table(f).to_pylist()
+        else:
+            raw = [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+        for i, r in enumerate(raw):
+            try:
+                rows.append(normalise_row(r))
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"{f} row {i}: {exc}") from None
+        if limit is not None and len(rows) >= limit:
+            return rows[:limit]
+    return rows
+
+
+def classify(message: dict[str, Any], nudge_present: bool) -> str:
+    """The decision kind of an assistant message (the context says whether a nudge was shown)."""
+    names = [(c.get("function") or {}).get("name") for c in message.get("tool_calls") or []]
+    if "compress" in names:
+        return "compress"
+    if "search_context" in names or "decompress" in names:
+        return "recover"
+    return "refuse" if nudge_present else "ordinary"
+
+
+def compress_ranges(message: dict[str, Any]) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """[(start, end, summary)] of every compress call in ``message``, and argument errors."""
+    from doctrine.kernel.compress_args import parse_compress_args
+
+    out, errors = [], []
+    for c in message.get("tool_calls") or []:
+        fn = c.get("function") or {}
+        if fn.get("name") != "compress":
+            continue
+        parsed = parse_compress_args(fn.get("arguments") or "")
+        errors.extend(parsed.errors)
+        out.extend((r.start_ref, r.end_ref, r.summary) for r in parsed.ranges)
+    return out, errors
+
+
+def _norm_ref(ref: str) -> str:
+    iv = ref_interval(ref, ref)
+    if iv is None:
+        return ref.strip()
+    return f"m{iv[1]:05d}" if iv[0] == "m" else f"b{iv[1]}"
+
+
+def _source_for(context: list[dict[str, Any]], start: str, end: str) -> list[dict[str, Any]]:
+    """The context messages a range covers: from the message tagged ``start`` up to (and
+    with the untagged tool messages after) the one tagged ``end``; the whole consumed
+    context when the tags are not there (text-only tags leave tool results untagged)."""
+    tagged = {}
+    for i, m in enumerate(context):
+        mm = _TAG_REF.search(m.get("content") or "")
+        if mm:
+            tagged.setdefault(mm.group(1), i)
+    body = [m for m in context if m.get("role") != "system"]
+    a, b = tagged.get(_norm_ref(start)), tagged.get(_norm_ref(end))
+    if a is None or b is None or a > b:
+        return body
+    j = b + 1
+    while j < len(context) and context[j].get("role") == "tool":
+        j += 1
+    return context[a:j]
+
+
+def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dict[str, Any]],
+                tools: list[dict[str, Any]], parse_errors: list[str], nudge_present: bool,
+                label_kind: str, doctrine: Any) -> dict[str, Any]:
+    """Decision-kind, validity, overlap and conformance scores of one reply."""
+    from doctrine.conform import check_summary
+
+    pred = classify(reply, nudge_present)
+    names = {t.get("function", {}).get("name") for t in tools}
+    valid = not parse_errors
+    for c in reply.get("tool_calls") or []:
+        fn = c.get("function") or {}
+        if fn.get("name") not in names:
+            valid = False
+        try:
+            if not isinstance(json.loads(fn.get("arguments") or "{}"), dict):
+                valid = False
+        except ValueError:
+            valid = False
+    ranges, arg_errors = compress_ranges(reply)
+    if arg_errors:
+        valid = False
+    out: dict[str, Any] = {"label_kind": label_kind, "pred_kind": pred, "kind_correct": pred == label_kind,
+                           "tool_call_valid": valid, "tool_calls": len(reply.get("tool_calls") or [])}
+    if pred == "compress":
+        text = "\n".join(m.get("content") or "" for m in context) + json.dumps(context)
+        visible = set(re.findall(r"\b[mb]\d+\b", text))
+        ok = bool(ranges)
+        for s, e, _ in ranges:
+            iv = ref_interval(s, e)
+            if iv is None or _norm_ref(s) not in visible or _norm_ref(e) not in visible:
+                ok = False
+        out["range_valid"] = ok
+        label_ranges, _ = compress_ranges(target)
+        if label_ranges:
+            out["range_overlap"] = range_overlap([(s, e) for s, e, _ in ranges], [(s, e) for s, e, _ in label_ranges])
+        scores, passed = [], []
+        for s, e, summary in ranges:
+            tier = 1 if (ref_interval(s, e) or ("m",))[0] == "m" else 2
+            try:
+                source = _source_for(context[:-1] if nudge_present else context, s, e)
+                rep = check_summary(source, summary, tier=tier, doctrine=doctrine)
+            except (ValueError, TypeError):
+                continue
+            scores.append(rep.score)
+            passed.append(rep.passed)
+        if scores:
+            out["conformance_score"] = sum(scores) / len(scores)
+            out["conformance_passed"] = all(passed)
+    return out
+
+
+class HeldOutWorkload:
+    name = "held_out"
+
+    def __init__(self, settings: dict[str, Any], base_dir: Path | None = None):
+        self.settings = dict(settings)
+        data_dir = Path(self.settings.get("data_dir", "."))
+        if not data_dir.is_absolute() and base_dir is not None and not data_dir.exists():
+            data_dir = base_dir / data_dir
+        self.rows = load_rows(data_dir, self.settings.get("split", "test"), self.settings.get("limit"))
+
+    def cases(self) -> list[Case]:
+        out = []
+        for i, r in enumerate(self.rows):
+            meta = r["meta"]
+            sid = re.sub(r"[^A-Za-z0-9_.-]", "_", str(meta.get("session_id", "row")))
+            out.append(Case(f"{i:05d}_{sid}_{meta.get('step', 0)}", r))
+        return out
+
+    def supports(self, arm: str) -> bool:
+        return arm in ARMS_SUPPORTED
+
+    def run_case(self, case: Case, arm: str, seed: int, ctx: RunContext) -> dict[str, Any]:
+        return run_row(case.payload, arm, ctx)
+
+
+def run_row(row: dict[str, Any], arm: str, ctx: RunContext) -> dict[str, Any]:
+    from doctrine.render import render_system_prompt
+    from doctrine.tools import tool_schemas
+
+    from eval.arms import ARM_INFO
+
+    info = ARM_INFO[arm]
+    mode = info.prompt_mode or "distilled"
+    doc = ctx.doctrine
+    meta = row["meta"]
+    row_mode = meta.get("prompt_mode", "distilled")
+    context, target = row["messages"][:-1], row["messages"][-1]
+    context, notes = rerender_context(context, doc, row_mode, mode, meta)
+    task_tools = [t for t in row["tools"] if (t.get("function") or {}).get("name") not in KERNEL_TOOL_NAMES]
+    tools = tool_schemas(doc, mode) + task_tools
+    label_kind = KIND_OF_LABEL.get(str(meta.get("kind")), "ordinary")
+    req = Request(context, tools, info.use_adapter, ctx.max_tokens, {"target": target})
+    comp = safe_complete(ctx.backend, req)
+    count = ctx.backend.count_tokens
+    doctrine_tokens = count(render_system_prompt(doc, mode)) + count(
+        json.dumps([t["function"]["description"] for t in tool_schemas(doc, mode)]))
+    if notes["nudge_present"]:
+        doctrine_tokens += count(context[-1].get("content") or "")
+    scores = score_reply(comp.message, target, context, tools, comp.parse_errors, notes["nudge_present"],
+                         label_kind, doc)
+    rec = call_record("decision", req, comp)
+    rec["doctrine_tokens"] = doctrine_tokens
+    rec["retained_tokens"] = comp.prompt_tokens
+    metrics = {**scores, "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,
+               "doctrine_tokens": doctrine_tokens, "malformed_calls": int(bool(comp.parse_errors)),
+               "label_source_kind": str(meta.get("kind"))}
+    return {"workload": "held_out", "rerender": notes, "calls": [rec], "metrics": metrics,
+            "meta": {k: meta.get(k) for k in ("session_id", "step", "kind", "source", "family", "prompt_mode")}}
