@@ -5,38 +5,16 @@ Subcommands are registered in COMMANDS as they land (see the README's pipeline t
 
 from __future__ import annotations
 
-import argparse
 import sys
-from importlib import metadata
 
 # Subcommand name -> "module:register" (the register function adds the subparser).
 COMMANDS: dict[str, str] = {}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m eval", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    try:
-        version = metadata.version("doctrine-to-weights")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    p.add_argument("--version", action="version", version=f"%(prog)s {version}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    import importlib
-
-    for target in COMMANDS.values():
-        module, _, fn = target.partition(":")
-        getattr(importlib.import_module(module), fn)(sub)
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0 if not COMMANDS else 2
-    return args.func(args)
+    from doctrine.subcommands import run
+
+    return run("python -m eval", __doc__, COMMANDS, argv)
 
 
 if __name__ == "__main__":

@@ -138,7 +138,8 @@ class SessionBuilder:
 
     def use(self, *fact_ids: str | None) -> None:
         """The current step depends on these facts (``None`` entries are skipped)."""
-        assert self._open is not None, "use() outside a step"
+        if self._open is None:
+            raise ValueError("use() outside a step")
         known = {f.id for f in self.facts}
         for fid in fact_ids:
             if fid is None:
@@ -234,7 +235,8 @@ class SessionBuilder:
         """Ask the probes scheduled after ``tasks_done`` task steps.
 
         Probes alternate between the oldest offered fact (deep recall) and the newest one
-        offered before the current step (recent recall); each fact is asked once.
+        offered so far (recent recall); each fact is asked at most once. A slot with no
+        fact left to ask is skipped.
         """
         for slot_no, slot in enumerate(size.probe_slots()):
             if slot != tasks_done:

@@ -1,0 +1,35 @@
+"""A package CLI whose subcommands register themselves: ``python -m data_gen``, ``python -m eval``.
+
+Each entry of a ``COMMANDS`` dict maps a name to ``"module:function"``; the function adds its
+subparser (with ``func`` set). Modules are imported only to build the parser, and each keeps
+its heavy imports inside its command function, so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from importlib import metadata
+
+
+def build_parser(prog: str, doc: str | None, commands: dict[str, str]) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    try:
+        version = metadata.version("doctrine-to-weights")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    p.add_argument("--version", action="version", version=f"%(prog)s {version}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for target in dict.fromkeys(commands.values()):  # one module may register several commands
+        module, _, fn = target.partition(":")
+        getattr(importlib.import_module(module), fn)(sub)
+    return p
+
+
+def run(prog: str, doc: str | None, commands: dict[str, str], argv: list[str] | None = None) -> int:
+    parser = build_parser(prog, doc, commands)
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0 if not commands else 2
+    return args.func(args)
