@@ -50,6 +50,7 @@ SCHEMAS: dict[str, str] = {
     "train": "train.recipe:TrainRecipe",
     "data": "data_gen.recipe:DataRecipe",
     "accelerate": "train.accelerate_schema:AccelerateConfig",
+    "eval": "eval.recipe:EvalRecipe",
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 # Subcommand name -> "module:register" (the register function adds the subparser).
-COMMANDS: dict[str, str] = {}
+COMMANDS: dict[str, str] = {"run": "eval.cli:register_run", "report": "eval.cli:register_report"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,6 +85,8 @@ class View:
     nudge_text: str = ""
     flat: list[Any] | None = None  # kernel arms: the flat input of this turn
     decision: Any = None  # kernel arms: the kernel's NudgeDecision (hindsight policies read it)
+    kernel_before: Any = None  # kernel arms: the CompressionState this turn started from
+    token_count: int = 0  # kernel arms: the size estimate the kernel decided on
     events: list[dict[str, Any]] = field(default_factory=list)  # compactions done before the call
 
 
@@ -275,14 +277,15 @@ def _kernel_render(state: ArmState, env: ArmEnv, mode: str | None, nudges: bool)
     count = _tokens(env, [{"role": "system", "content": system}] + [_strip(m) for m in state.history], tools)
     host = HostConfig(nudge="trailing-user" if nudges else "none")
     text_fn = nudge_text_for(env.doctrine, mode) if (nudges and mode) else None
-    mv = render_for_model(flat, state.kernel_state, cfg, count, host, text_fn)
+    before = state.kernel_state
+    mv = render_for_model(flat, before, cfg, count, host, text_fn, count_tokens=env.count_tokens)
     state.kernel_state = mv.state
     msgs = ([{"role": "system", "content": system}] if system else []) + to_chat(mv.messages)
     nudge = mv.messages[-1].text if mv.nudge_shown else ""
     retained = sum(1 for m in mv.messages if m.id != "acp_nudge")
     dt = env.count_tokens(doctrine_only) + (env.count_tokens(nudge) if nudge else 0) if doctrine_only else 0
     view = View(msgs, tools, retained, _tokens(env, msgs, tools), dt, mv.nudge_shown, nudge, flat,
-                mv.decision)
+                mv.decision, before, count)
     return view, mv
 
 
@@ -338,10 +341,9 @@ def _range_messages(flat: list[Any], kstate: Any, start_ref: str, end_ref: str) 
 def _append_exchange(state: ArmState, name: str, args: dict[str, Any], result: str, call_id: str,
                      content: str = "") -> None:
     state.exchange_seq += 1
-    sid = f"x{state.exchange_seq}"
     state.history.append({"id": sid, "role": "assistant", "content": content, "tool_calls": [
         {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}]})
-    state.history.append({"id": sid + "r", "role": "tool", "tool_call_id": call_id, "name": name, "content": result})
+    state.history.append({"id": sid + "#result", "role": "tool", "tool_call_id": call_id, "name": name, "content": result})
 
 
 KERNEL_TOOLS = ("compress", "search_context", "decompress", "acp_status")
@@ -378,8 +380,8 @@ def apply_reply(state: ArmState, env: ArmEnv, view: View, reply: dict[str, Any])
                 parsed = {"raw": args}
             _append_exchange(state, "compress", parsed if isinstance(parsed, dict) else {"content": parsed},
                              res.text, call_id, reply.get("content") or "")
-        elif name == "search_context":
-            text = _run_search(state, view, args)
+        elif name in ("search_context", "decompress"):
+            text = _run_search(state, view, args) if name == "search_context" else _run_decompress(state, view, args)
             out["recovery"].append(name)
             _append_exchange(state, name, _loads(args), text, call_id)
     return out
@@ -403,6 +405,23 @@ def _run_search(state: ArmState, view: View, args: Any) -> str:
         return render_search_result(results, query, len(state.kernel_state.blocks), len(docs))
     except Exception as exc:  # a bad query is the model's failure, counted by the caller
         return f"[search_context FAILED: {exc}]"
+
+
+def _run_decompress(state: ArmState, view: View, args: Any) -> str:
+    """Pi-style decompress with the block text inline (files, if any, go to a temp folder)."""
+    import tempfile
+
+    from doctrine.kernel.decompress import decompress
+
+    target = str(_loads(args).get("blockId") or "")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            res = decompress(state.kernel_state, target, view.flat or [], run_dir=tmp, inline=True)
+    except Exception as exc:  # a bad id is the model's failure, counted by the caller
+        return f"[decompress FAILED: {exc}]"
+    if res.ok:
+        state.kernel_state = res.state
+    return res.text
 
 
 ARMS: dict[str, Callable[[ArmState, ArmEnv], View]] = {

@@ -21,11 +21,11 @@ is held out for evaluation is a data config choice, not a property of this packa
 from __future__ import annotations
 
 import json
-from typing import Callable
+from collections.abc import Callable
 
 from ..session import Session
 from . import data_analysis, dep_migration, log_triage, py_bughunt, ts_repo
-from ._tools import TOOLS, SessionSize
+from ._tools import DEFAULT_SIZE, TOOLS, SessionSize
 
 __all__ = ["FAMILIES", "TOOLS", "SessionSize", "approx_tokens", "generate", "shape_stats"]
 
@@ -38,7 +38,7 @@ FAMILIES: dict[str, Callable[[int, SessionSize], Session]] = {
 }
 
 
-def generate(family: str, seed: int, size: SessionSize = SessionSize()) -> Session:
+def generate(family: str, seed: int, size: SessionSize = DEFAULT_SIZE) -> Session:
     """One validated session of ``family`` for ``seed`` (an int >= 0) at ``size``."""
     if family not in FAMILIES:
         raise ValueError(f"unknown synthetic family {family!r}; known: {', '.join(FAMILIES)}")
@@ -68,7 +68,7 @@ def shape_stats(session: Session) -> dict[str, float]:
     """
     chars = [_chars(m) for m in session.messages]
     total = max(1, sum(chars))
-    tool = [c for c, m in zip(chars, session.messages) if m.get("role") == "tool"]
+    tool = [c for c, m in zip(chars, session.messages, strict=True) if m.get("role") == "tool"]
     tasks = sum(1 for s in session.steps if s.kind == "task")
     users = sum(1 for s in session.steps if s.kind == "task"
                 for m in session.messages[s.start:s.end] if m.get("role") == "user")

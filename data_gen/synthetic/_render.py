@@ -227,7 +227,7 @@ def table(header: list[str], rows: list[list[object]], index: bool = True) -> st
     if index:
         cells = [[""] + cells[0]] + [[str(i)] + r for i, r in enumerate(cells[1:])]
     widths = [max(len(r[c]) for r in cells) for c in range(len(cells[0]))]
-    return "\n".join("  ".join(v.rjust(w) for v, w in zip(r, widths)) for r in cells)
+    return "\n".join("  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in cells)
 
 
 def csv_head(header: list[str], rows: list[list[object]]) -> str:

@@ -8,7 +8,8 @@ on ``PYTHONHASHSEED``). Pools are tuples, never sets, so iteration order is fixe
 from __future__ import annotations
 
 import random
-from typing import Sequence, TypeVar
+from collections.abc import Sequence
+from typing import TypeVar
 
 __all__ = ["Picker", "NOUNS", "VERBS"]
 

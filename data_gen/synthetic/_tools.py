@@ -16,7 +16,7 @@ from typing import Any
 
 from ..session import FACT_KINDS, Fact, Session, Step, _message_text
 
-__all__ = ["TOOLS", "SYSTEM_PROMPT", "SessionBuilder", "SessionSize", "link", "session_id"]
+__all__ = ["DEFAULT_SIZE", "TOOLS", "SYSTEM_PROMPT", "SessionBuilder", "SessionSize", "link", "session_id"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,9 @@ class SessionSize:
         """After how many finished task steps each probe is asked (never after the last)."""
         return [min(self.steps - 1, max(1, round((j + 1) * self.steps / (self.probes + 1))))
                 for j in range(self.probes)]
+
+
+DEFAULT_SIZE = SessionSize()
 
 
 def session_id(family: str, seed: int, size: SessionSize) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..session import Session
 from ._render import bash_output, csv_head, table
 from ._text import Picker
-from ._tools import SessionBuilder, SessionSize, session_id
+from ._tools import DEFAULT_SIZE, SessionBuilder, SessionSize, session_id
 
 FAMILY = "data_analysis"
 _REGIONS = ("north-east", "north-west", "midlands", "south-east", "south-west", "london", "wales", "scotland",
@@ -28,7 +28,7 @@ def _quantile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
+def generate(seed: int, size: SessionSize = DEFAULT_SIZE) -> Session:
     """One data_analysis session for ``seed`` at ``size``."""
     p = Picker(f"{FAMILY}:{seed}")
     bounds = size.tool_output_lines
@@ -52,18 +52,18 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
     f_raw, f_pandas, f_report = (b.fact(r, "user_intent", u) for r in rules)
     b.offer_probe(f_report, "Where should the final table go, and how should rates be rounded?")
     rows = []
-    for i in range(p.lines(bounds, 3.0)):
+    for _ in range(p.lines(bounds, 3.0)):
         reg = p.choice(regions)
         rows.append([f"C{100000 + p.int(0, 899999)}", reg, p.choice(_PLANS),
                      None if p.chance(0.05) else f"20{p.int(19, 25)}-{p.int(1, 12):02d}-{p.int(1, 28):02d}",
                      p.float(5, 240), p.int(0, 9), int(p.chance(churn[reg]))])
     b.bash(f"cd {root} && wc -l {csv} && head -n {len(rows) + 1} {csv}",
            bash_output(f"{n_rows + 1} {csv}\n" + csv_head(header, rows), 0), "A first look at the file.")
-    info = [f"<class 'pandas.core.frame.DataFrame'>", f"RangeIndex: {n_rows} entries, 0 to {n_rows - 1}",
+    info = ["<class 'pandas.core.frame.DataFrame'>", f"RangeIndex: {n_rows} entries, 0 to {n_rows - 1}",
             f"Data columns (total {len(header)} columns):", " #   Column         Non-Null Count  Dtype  ",
             "---  ------         --------------  -----  "]
     dtypes = ["object", "object", "object", "object", "float64", "int64", "int64"]
-    for i, (col, dt) in enumerate(zip(header, dtypes)):
+    for i, (col, dt) in enumerate(zip(header, dtypes, strict=True)):
         nn = n_rows - missing if col == "signup_date" else n_rows
         info.append(f" {i}   {col:<14} {nn} non-null{'':<4} {dt}")
     info += ["dtypes: float64(1), int64(2), object(4)", f"memory usage: {n_rows * 56 / 1024 / 1024:.1f}+ MB"]
@@ -88,7 +88,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
                 [None, None, None, None, p.float(40, 70), 1.0, 0.0], [None, None, None, None, p.float(80, 120), 2.0, 0.0],
                 [None, None, None, None, 240.0, 9.0, 1.0]]
         b.bash(f"cd {root} && python -c \"import pandas as pd; print(pd.read_csv('{csv}').describe(include='all').to_string())\"",
-               bash_output(table([""] + cols, [[s] + v for s, v in zip(stats, vals)], index=False), 0))
+               bash_output(table([""] + cols, [[s] + v for s, v in zip(stats, vals, strict=True)], index=False), 0))
         b.say("Spend is right-skewed; churned is a 0/1 flag, so its mean is the churn rate.")
 
     def by_region() -> None:
@@ -124,7 +124,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
         q90 = _quantile(list(churn.values()), 0.9)
         med = _quantile(list(churn.values()), 0.5)
         ranked = "\n".join(f"{x:<18}{churn[x]:.4f}" for x in sorted(regions, key=lambda x: churn[x]))
-        r = b.bash(f"cd {root} && python -c \"import pandas as pd; s = pd.read_csv('{csv}').groupby('region').churned.mean(); "
+        b.bash(f"cd {root} && python -c \"import pandas as pd; s = pd.read_csv('{csv}').groupby('region').churned.mean(); "
                    "print(s.sort_values().to_string()); print(s.quantile([0.5, 0.75, 0.9]).round(4))\"",
                    bash_output(f"region\n{ranked}\n0.50    {med:.4f}\n0.75    {_quantile(list(churn.values()), 0.75):.4f}\n0.90    {q90:.4f}\n"
                                "Name: churned, dtype: float64", 0))
@@ -183,7 +183,6 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
 
     def cohorts() -> None:
         b.user("Is this a recent thing? Show me retention by signup cohort.")
-        months = [f"2025-{m:02d}" for m in range(1, 13)]
         weeks = [f"2025-W{w:02d}" for w in range(1, 53)] + [f"2026-W{w:02d}" for w in range(1, 53)]
         rows = [[m] + [p.float(0.0, 0.35, 3) for _ in range(12)] for m in weeks[: max(3, p.lines(bounds, 1.5))]]
         b.bash(f"cd {root} && python cohorts.py", bash_output(table(["cohort"] + [f"m{i}" for i in range(1, 13)], rows), 0),
@@ -194,7 +193,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
         b.user("Do spend or support tickets go with churn?")
         cols = ["monthly_spend", "tickets_90d", "churned"]
         rows = [[c] + [1.0 if i == j else p.float(-0.3, 0.5, 3) for j in range(3)] for i, c in enumerate(cols)]
-        r = b.bash(f"cd {root} && python -c \"import pandas as pd; print(pd.read_csv('{csv}')[{cols}].corr().round(3))\"",
+        b.bash(f"cd {root} && python -c \"import pandas as pd; print(pd.read_csv('{csv}')[{cols}].corr().round(3))\"",
                    bash_output(table([""] + cols, rows, index=False), 0))
         b.say("Support tickets correlate with churn more than spend does; worth a note in the report, not a change of method.")
 

@@ -13,7 +13,7 @@ from ..session import Session
 from ._code import py_module
 from ._render import Repo, bash_output, grep_output, pytest_run, unified_diff
 from ._text import Picker
-from ._tools import SessionBuilder, SessionSize, session_id
+from ._tools import DEFAULT_SIZE, SessionBuilder, SessionSize, session_id
 
 FAMILY = "dep_migration"
 
@@ -31,7 +31,7 @@ def _call_site(noun: str, verb: str) -> list[str]:
             "    return resp.json()"]
 
 
-def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
+def generate(seed: int, size: SessionSize = DEFAULT_SIZE) -> Session:
     """One dep_migration session for ``seed`` at ``size``."""
     p = Picker(f"{FAMILY}:{seed}")
     bounds = size.tool_output_lines
@@ -105,7 +105,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
         for i in range(slots - len(units)):
             after[i % len(units)] += 1
         groups = []
-        for (item, arg), n_check in zip(units, after):
+        for (item, arg), n_check in zip(units, after, strict=True):
             groups += [[(item, arg)]] + [[("check", item)]] * n_check
     b.probes_due(size, 1)
     for n, group in enumerate(groups, start=2):
@@ -220,7 +220,7 @@ def _exceptions(b, p, repo, st, arg, bounds) -> None:
                bash_output(pytest_run(p, st["root"], tests, [(test, tb)]), 1))
     f_err = b.fact(err, "error_strings", r)
     b.offer_probe(f_err, "What exact error did the test run show right after the exception handlers were changed?")
-    a = b.say("One failure, expected: the fixtures still mock requests through `responses`, so httpx reaches the network. "
+    b.say("One failure, expected: the fixtures still mock requests through `responses`, so httpx reaches the network. "
               "That is plan step 5.")
     st["pending_error"] = f_err
 

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from ..session import Session
 from ._render import bash_output, cat_n, log_line, tick
 from ._text import Picker
-from ._tools import SessionBuilder, SessionSize, session_id
+from ._tools import DEFAULT_SIZE, SessionBuilder, SessionSize, session_id
 
 FAMILY = "log_triage"
 LOG_SCALE = 2.5  # log outputs are this many times the usual tool output size
@@ -46,7 +46,7 @@ def _noise(p: Picker, ts: datetime, n: int, service: str, stop: datetime | None 
     return out, ts
 
 
-def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
+def generate(seed: int, size: SessionSize = DEFAULT_SIZE) -> Session:
     """One log_triage session for ``seed`` at ``size``."""
     p = Picker(f"{FAMILY}:{seed}")
     bounds = size.tool_output_lines
@@ -143,7 +143,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
         lines += [f"{k}:" if i % 4 == 0 else f"  {k}_{i}: {p.int(1, 500)}" for i, k in
                   enumerate(p.choice(["cache", "queue", "tracing", "features"]) for _ in range(p.lines(bounds, 0.5)))]
         path = f"deploy/{svc}/config.yaml"
-        r = b.bash(f"git show {sha}:{path} | cat -n", bash_output(cat_n(lines), 0), f"The config as release {sha} shipped it.")
+        b.bash(f"git show {sha}:{path} | cat -n", bash_output(cat_n(lines), 0), f"The config as release {sha} shipped it.")
         ln = lines.index(f"  pool_size: {new_pool}") + 1
         a = b.say(f"{path}:{ln} sets `pool_size: {new_pool}` next to `pool_timeout_ms: {timeout_ms}`.")
         st["facts"]["config"] = b.fact(f"{path}:{ln}", "paths_with_lines", a)

@@ -14,9 +14,17 @@ from dataclasses import dataclass
 
 from ..session import Session
 from ._code import py_module
-from ._render import Repo, bash_output, grep_output, pytest_run, tree_view, unified_diff
+from ._render import (
+    Repo,
+    bash_output,
+    grep_output,
+    py_traceback,
+    pytest_run,
+    tree_view,
+    unified_diff,
+)
 from ._text import NOUNS, Picker
-from ._tools import SessionBuilder, SessionSize, session_id
+from ._tools import DEFAULT_SIZE, SessionBuilder, SessionSize, session_id
 
 FAMILY = "py_bughunt"
 
@@ -106,7 +114,7 @@ def _bugs(p: Picker) -> list[Bug]:
     return p.shuffle(out)
 
 
-def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
+def generate(seed: int, size: SessionSize = DEFAULT_SIZE) -> Session:
     """One py_bughunt session for ``seed`` at ``size``."""
     p = Picker(f"{FAMILY}:{seed}")
     bounds = size.tool_output_lines
@@ -178,7 +186,7 @@ def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
         for k in range(slots - 2 * len(bugs)):
             after[k % len(bugs)].append(extras[k % len(extras)])
         plan = []
-        for bug, more in zip(bugs, after):
+        for bug, more in zip(bugs, after, strict=True):
             plan += [("read", bug), ("fix", bug)] + [(kind, bug) for kind in more]
     state = {"interject": None, "question": None, "done": [], "bugs": bugs}
     b.probes_due(size, 1)
@@ -231,6 +239,13 @@ def _read(b, p, repo, bug, bounds, state, f_sig, f_reg, tests) -> None:
         where = f"{bug.module}:{repo.line_of(bug.module, bug.raise_line)}"
     bug.fact_ids["path"] = b.fact(where, "paths_with_lines", r)
     bug.fact_ids_text = {"path": where}
+    if not bug.in_test:  # the same failure outside pytest: a plain traceback
+        call = bug.test_line[len("assert "):bug.test_line.index(" ==")]
+        mod = bug.module[:-3].replace("/", ".")
+        ml = repo.line_of(bug.module, bug.raise_line)
+        tb = py_traceback([("<string>", 1, "<module>", call), (repo.abs(bug.module), ml, bug.func, bug.raise_line)],
+                          bug.error)
+        b.bash(f"cd {repo.root} && python -c 'from {mod} import {bug.func}; {call}'", bash_output(tb, 1))
     v = b.editor({"command": "view", "path": repo.abs(bug.module)}, repo.view(bug.module))
     bug.fact_ids["sig"] = b.fact(bug.block[0] if not bug.block[0].startswith("RATES") else bug.block[3],
                                  "signatures", v)

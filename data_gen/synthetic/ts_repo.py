@@ -13,9 +13,18 @@ import json
 
 from ..session import Session
 from ._code import ts_module
-from ._render import Repo, bash_output, grep_output, jest_run, node_stack, tree_view, tsc_output, unified_diff
+from ._render import (
+    Repo,
+    bash_output,
+    grep_output,
+    jest_run,
+    node_stack,
+    tree_view,
+    tsc_output,
+    unified_diff,
+)
 from ._text import NOUNS, VERBS, Picker
-from ._tools import SessionBuilder, SessionSize, session_id
+from ._tools import DEFAULT_SIZE, SessionBuilder, SessionSize, session_id
 
 FAMILY = "ts_repo"
 _CYCLE = ("create", "test", "refactor", "create", "rename", "test", "retune", "create", "test", "rename")
@@ -29,7 +38,7 @@ class _Fn:
         self.tested = False
 
 
-def generate(seed: int, size: SessionSize = SessionSize()) -> Session:
+def generate(seed: int, size: SessionSize = DEFAULT_SIZE) -> Session:
     """One ts_repo session for ``seed`` at ``size``."""
     p = Picker(f"{FAMILY}:{seed}")
     bounds = size.tool_output_lines
@@ -178,7 +187,7 @@ def _test(b: SessionBuilder, p: Picker, repo: Repo, st: dict, bounds: tuple[int,
         old = repo.files[tpath][ln - 1]
         out = repo.replace(tpath, old, new)
         b.editor({"command": "str_replace", "path": repo.abs(tpath), "old_str": old, "new_str": new}, out,
-                 f"The first case feeds 'a:b' but claims to test empty input; asserting null for '' instead.")
+                 "The first case feeds 'a:b' but claims to test empty input; asserting null for '' instead.")
     fn.tested = True
     out = jest_run(p, others + many + [(tpath, [(c, True) for c in cases])])
     b.bash(f"cd {repo.root} && npx jest", bash_output(out, 0))
@@ -188,7 +197,7 @@ def _refactor(b: SessionBuilder, p: Picker, repo: Repo, st: dict, bounds: tuple[
     b.user("Move the cache TTL constant out of src/cache.ts into a new src/config.ts and import it from there.")
     b.use(st["ttl_fact"], st["rules"][2])
     line = next(ln for ln in repo.files["src/cache.ts"] if "CACHE_TTL_MS =" in ln)
-    r = b.editor({"command": "create", "path": repo.abs("src/config.ts"), "file_text": line + "\n"},
+    b.editor({"command": "create", "path": repo.abs("src/config.ts"), "file_text": line + "\n"},
                  repo.create("src/config.ts", [line]), "Creating src/config.ts with the constant unchanged.")
     before = list(repo.files["src/cache.ts"])
     b.editor({"command": "str_replace", "path": repo.abs("src/cache.ts"), "old_str": line + "\n", "new_str": ""},
@@ -205,7 +214,7 @@ def _refactor(b: SessionBuilder, p: Picker, repo: Repo, st: dict, bounds: tuple[
 
 def _retune(b: SessionBuilder, p: Picker, repo: Repo, st: dict, bounds: tuple[int, int]) -> None:
     new = p.choice([v for v in (5_000, 10_000, 45_000, 90_000) if v != st["ttl"]])
-    u = b.user(f"Product wants a shorter cache life: set the TTL to {new} ms.")
+    b.user(f"Product wants a shorter cache life: set the TTL to {new} ms.")
     b.use(st["ttl_fact"])
     old = repo.files["src/config.ts"][0]
     text = f"export const CACHE_TTL_MS = {new:_};"

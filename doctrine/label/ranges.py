@@ -61,13 +61,19 @@ def _first_user(view: list[Message]) -> str | None:
 
 
 def cut_pieces(ranges: list[Range], view: list[Message], state: Any, config: Any, count: CountTokens,
-               units: list[int], needed: set[int], *, allow_needed: bool = False) -> list[Piece]:
+               units: list[int], needed: set[int], *, allow_needed: bool = False,
+               flat: list[Message] | None = None) -> list[Piece]:
     """Pieces of ``ranges`` (oldest first) over the untagged kernel ``view``.
+
+    ``flat``: the kernel's input messages (its recent zone is computed there too).
 
     ``needed``: session indices still in use. With ``allow_needed`` they stay in (their
     pieces are marked ``needed``), for the emergency path.
     """
     blocked = kernel_blocked_ids(view, state, config, count)
+    if flat is not None:
+        # apply_compression reads the zone off the host's full message list: honour both.
+        blocked |= kernel_blocked_ids(flat, state, config, count)
     first_user = _first_user(view)
     if first_user:
         blocked.add(first_user)

@@ -27,11 +27,13 @@ from typing import Any
 from doctrine.conform import check_summary, extract_keep_items
 from doctrine.conform.patterns import norm
 from doctrine.kernel.messages import Message
+from doctrine.render import fill_disclosures
 from doctrine.kernel.tags import format_tokens
 from doctrine.kernel.tokens import CountTokens
 
 from . import phrasing as ph
 from .config import LabelConfig
+from .needed import session_index_of
 
 SECTION_ORDER = ("goal", "decisions", "artifacts", "state", "open", "dropped", "refs")
 PRIORITY = {"goal": 0, "decisions": 1, "artifacts": 2, "state": 3, "open": 3, "dropped": 4, "refs": 5}
@@ -129,6 +131,10 @@ def render(entries: list[Entry], style: Style) -> str:
 
 # ---------------------------------------------------------------------- tier 1
 def _dedupe_add(entries: list[Entry], new: Entry) -> None:
+    if fill_disclosures(new.text):
+        # A percentage (a test runner's progress, say) reads like a fill ratio: never
+        # write one into a label (doctrine mechanic ii).
+        return
     key = norm(new.text).lower()
     for e in entries:
         k = norm(e.text).lower()
@@ -184,7 +190,8 @@ def tier1_entries(src: list[dict[str, Any]], messages: list[Message], state: Any
     # Conclusions: the first sentence of the agent's own remarks (not decisions already listed).
     n_state = 0
     for m in messages:
-        if m.role == "assistant" and m.content_type == "text" and m.text.strip() and n_state < 3:
+        if (m.role == "assistant" and m.content_type == "text" and m.text.strip() and n_state < 3
+                and session_index_of(m.id) is not None):  # not the labeler's own lead lines
             first = ph.short(re.split(r"(?<=[.!?])\s", m.text.strip(), maxsplit=1)[0], 110)
             if len(first) >= 12:
                 _dedupe_add(entries, Entry("state", first, 0.3))
@@ -271,7 +278,7 @@ def compose_tier1(messages: list[Message], state: Any, facts: list[tuple[str, st
     # Repair: put back every KEEP item the checker missed, then check again.
     for name, cr in rep.classes.items():
         if name in CLASS_SECTION:
-            for miss in cr.missed:
+            for miss in cr.missed:  # (_dedupe_add skips anything that reads as a fill ratio)
                 _dedupe_add(entries, Entry(CLASS_SECTION[name], miss, 0.9, name, must=True, item=True))
     text = _pad(render(entries, style), doctrine)
     rep2 = check_summary(src, text, tier=1, doctrine=doctrine, count_tokens=count)
@@ -316,6 +323,20 @@ def _block_items(b: BlockSource, doctrine: Any) -> list[tuple[str, str, float]]:
     return out
 
 
+def _round_robin(cands: list[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
+    """Candidates interleaved across classes (in class priority order), so a distilled
+    source keeps a decision and an error, not five paths."""
+    by: dict[str, list[tuple[str, str, float]]] = {}
+    for c in cands:
+        by.setdefault(c[0], []).append(c)
+    out = []
+    while any(by.values()):
+        for cls in list(by):
+            if by[cls]:
+                out.append(by[cls].pop(0))
+    return out
+
+
 def _plain_lines(summary: str) -> list[str]:
     out = []
     for ln in summary.split("\n"):
@@ -344,9 +365,11 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
         lines = [source_header(b, count)]
         cands = _block_items(b, doctrine)
         if tier == 2:
-            for _cls, text, _s in cands:
+            for _cls, text, _s in _round_robin(cands):
                 if len(lines) > 5:
                     break
+                if fill_disclosures(text) or any(norm(text) in norm(x) for x in lines[1:]):
+                    continue
                 cand = lines + [bullet + text]
                 if count("\n".join(cand)) <= aim_per or len(lines) < 2:
                     lines = cand
@@ -387,6 +410,8 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
     add = [m for name, cr in rep.classes.items() if name != "message_refs" for m in cr.missed]
     lines = text.split("\n")
     for miss in add:
+        if fill_disclosures(miss) or any(norm(miss) in norm(x) for x in lines):
+            continue
         cand = lines + [bullet + miss]
         if count("\n".join(cand)) <= hi_total:
             lines = cand

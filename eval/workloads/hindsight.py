@@ -69,22 +69,35 @@ def rule_decision(session: Any, step: int, view: Any, kstate: Any, horizon: int)
 
 def labeler_decision(session: Any, step: int, view: Any, kstate: Any, env: Any, horizon: int,
                      seed: int) -> dict[str, Any] | None:
-    """``doctrine.label.label_decision`` at this point, or None when unavailable or failing."""
-    if not labeler_available():
+    """``doctrine.label.label_decision`` at this point, or None when unavailable, skipped or
+    failing (the caller then counts a rule decision)."""
+    if not labeler_available() or view.flat is None:
         return None
     try:
-        from doctrine.kernel.host import ModelView
-        from doctrine.label import label_decision
-        from doctrine.label.point import DecisionPoint
+        from doctrine.kernel.host import HostConfig
+        from doctrine.kernel.pipeline import process_turn
+        from doctrine.label import DecisionPoint, label_decision
+        from doctrine.label.needed import tool_units
 
-        mv = ModelView(view.flat or [], kstate, view.decision, [], view.nudge_shown)
-        point = DecisionPoint(session=session, step=step, visible=len(view.flat or []),
-                              state=kstate, view=mv, decision=view.decision,
-                              token_count=view.retained_tokens, window=env.window)
-        label = label_decision(point, doctrine=env.doctrine, horizon=horizon, seed=seed, config=None)
+        from eval.arms import kernel_config
+
+        kcfg = kernel_config(env)
+        visible = 1 + max((i for i in map(session_index, (m.id for m in view.flat)) if i is not None), default=-1)
+        if visible >= len(session.messages):
+            return None
+        kview = process_turn(view.flat, view.kernel_before, kcfg, view.token_count, render_tags="none",
+                             count_tokens=env.count_tokens).messages
+        from doctrine.kernel.host import ModelView
+
+        mv = ModelView([], kstate, view.decision, [], view.nudge_shown)
+        point = DecisionPoint(session=session, step=step, visible=visible, flat=view.flat,
+                              state_before=view.kernel_before, view=mv, kernel_view=kview,
+                              token_count=view.token_count, window=env.window, kconfig=kcfg, host=HostConfig(),
+                              count_tokens=env.count_tokens, units=tool_units(session.messages))
+        label = label_decision(point, doctrine=env.doctrine, horizon=horizon, seed=seed)
         msg = getattr(label, "message", None)
         return msg if isinstance(msg, dict) else None
-    except Exception:  # the labeler's contract may differ; fall back to the rule, counted
+    except Exception:  # LabelSkipped, or a contract mismatch: fall back to the rule, counted
         return None
 
 

@@ -102,7 +102,7 @@ def run_session(session: Any, arm: str, seed: int, ctx: RunContext) -> dict[str,
     env = _env(session, ctx, summarise)
     state = ArmState()
     start = 1 if session.messages and session.messages[0].get("role") == "system" else 0
-    msgs = [{**m, "id": f"s{i}"} for i, m in enumerate(session.messages)]
+    msgs = [{**m, "id": f"s{i:05d}"} for i, m in enumerate(session.messages)]  # the labeler's ids
     refetches = 0
 
     def decide(step_index: int, purpose: str, view) -> bool:

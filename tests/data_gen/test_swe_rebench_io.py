@@ -249,7 +249,8 @@ def test_cli_unreadable_source_exits_2_with_a_message(capsys, monkeypatch, argv,
 
 
 def test_help_imports_neither_pyarrow_nor_datasets():
-    code = ("import sys; from data_gen.__main__ import build_parser; build_parser(); "
+    code = ("import sys; from data_gen.__main__ import COMMANDS; from doctrine.subcommands import build_parser; "
+            "build_parser('python -m data_gen', None, COMMANDS); "
             "print(sorted(m for m in ('pyarrow', 'datasets') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.stdout.strip() == "[]", proc.stderr

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from data_gen.session import Session, Step, Fact, _message_text
+from data_gen.session import Fact, Session, Step, _message_text
 from data_gen.synthetic import FAMILIES, SessionSize, generate
 from data_gen.synthetic._tools import SessionBuilder, link
 
@@ -36,7 +36,7 @@ def test_session_validates_and_round_trips(sessions, family, seed, size):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_step_counts_and_opening(sessions, family):
-    for (f, seed, size), s in sessions.items():
+    for (f, _seed, size), s in sessions.items():
         if f != family:
             continue
         assert sum(st.kind == "task" for st in s.steps) == size.steps
@@ -112,7 +112,7 @@ def test_probes_answer_with_an_earlier_fact(sessions, family):
         if f != family:
             continue
         probes = [st for st in s.steps if st.kind == "probe"]
-        for st, meta in zip(probes, s.meta["probes"]):
+        for st, meta in zip(probes, s.meta["probes"], strict=True):
             assert meta["step"] == st.index and st.uses == [meta["fact"]]
             fact = next(x for x in s.facts if x.id == meta["fact"])
             assert meta["answer"] == fact.text

@@ -46,7 +46,7 @@ def test_out_file_holds_valid_sessions_and_a_summary_per_session(tmp_path, capsy
     out = capsys.readouterr().out.splitlines()
     summaries = [ln for ln in out if ln.startswith("syn-py_bughunt-")]
     assert len(summaries) == 3
-    for s, ln in zip(sessions, summaries):
+    for s, ln in zip(sessions, summaries, strict=True):
         assert ln.startswith(s.session_id) and f"messages={len(s.messages)}" in ln and f"facts={len(s.facts)}" in ln
         assert "tokens~" in ln
     assert not list(tmp_path.glob("sub/.*.tmp")), "no temp file left behind"

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from data_gen.synthetic._render import (Repo, bash_output, cat_n, jest_run, pytest_run, py_traceback, table,
-                                        tsc_output, unified_diff)
+from data_gen.synthetic._render import (
+    Repo,
+    bash_output,
+    cat_n,
+    jest_run,
+    py_traceback,
+    pytest_run,
+    table,
+    tsc_output,
+    unified_diff,
+)
 from data_gen.synthetic._text import Picker
 
 

@@ -1,0 +1,288 @@
+"""Replay a Session through the context kernel, labelling every decision point.
+
+    from data_gen.replay import replay_session
+    for sample in replay_session(session, window=8192, gate="aggressive", horizon=2, seed=0):
+        sample.messages[-1]          # the target assistant message
+        sample.meta["kind"]          # nudged_compress, refusal, ..., ordinary
+
+How a session is driven
+-----------------------
+The session's leading system message becomes the host's base prompt (it is not a kernel
+message); every other message gets the stable raw id ``sNNNNN`` (its session index), so
+each kernel ref maps back to a session message (``doctrine.label.needed``). Decision points
+sit at every step boundary: before the step's first assistant message, after its user
+message(s) are in the history. At each point the kernel runs over the whole flat history
+(size first, then ``render_for_model`` with that size, then an untagged pass for range
+sizes), the labeler decides, and its action is applied the way a host would keep it:
+
+* compress: ``apply_compression``; the compress call and its result text stay in the
+  history (they carry the summaries), and the same boundary is looked at again;
+* search_context / decompress: the tool result (``doctrine.kernel.search`` /
+  ``decompress``) is appended, and the next point at the same boundary answers with it;
+* session action (ordinary, refusal, recovery answer): the session's next assistant
+  message, with the label's text where it differs, continues the history.
+
+Token count: ``default_count_tokens`` (or ``count_tokens``) over what is sent: the system
+prompt, the tool schemas as JSON and the rendered view.
+
+Gate presets (``gate``): the reference growth gate (G = 50K) never fires below ~100K
+windows, so replay also offers the paper's "BC-extreme" tuning:
+
+* ``default``: the kernel's reference defaults;
+* ``aggressive``: floor 0.10 -> ``nudge.min_growth_ratio=0.10`` with
+  ``min_growth_floor=0``; growth 0.02 x window -> ``growth_ratio=0.02`` and
+  ``growth_floor = growth_cap = round(0.02 * window)``; range 0.06 x window ->
+  ``compress.min_compress_range = round(0.06 * window)`` (the kernel counts it in raw
+  characters).
+
+Both presets cap the recent zone (``preserve_recent_tokens``) at window / 8 (never above
+the reference 5000), so 4K-8K windows keep something to compress. ``kernel_overrides``
+are merged last.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from doctrine.kernel.compress import apply_compression
+from doctrine.kernel.config import KernelConfig
+from doctrine.kernel.decompress import decompress
+from doctrine.kernel.host import HostConfig, render_for_model
+from doctrine.kernel.chat import flatten, to_chat
+from doctrine.kernel.pipeline import process_turn
+from doctrine.kernel.state import SUMMARY_ID_PREFIX, CompressionState
+from doctrine.kernel.tokens import CountTokens, default_count_tokens
+from doctrine.label import LabelConfig, LabelSkipped, label_decision
+from doctrine.label.labeler import search_result
+from doctrine.label.needed import ACTION_PREFIX, session_msg_id, tool_units
+from doctrine.label.point import DecisionPoint, RecoveryState
+from doctrine.prompts import nudge_text_for
+from doctrine.render import render_system_prompt
+from doctrine.tools import tool_schemas
+
+__all__ = ["GATES", "DecisionSample", "ReplayStats", "gate_overrides", "kernel_config_for", "replay_session"]
+
+GATES = ("default", "aggressive")
+_CHAT_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content")
+
+
+def gate_overrides(gate: str, window: int) -> dict[str, Any]:
+    """Kernel overrides of a gate preset for ``window`` (see the module docstring)."""
+    if gate not in GATES:
+        raise ValueError(f"unknown gate preset {gate!r}; expected one of {list(GATES)}")
+    out: dict[str, Any] = {"preserve_recent_tokens": min(5000, max(200, window // 8))}
+    if gate == "aggressive":
+        g = max(1, round(0.02 * window))
+        out["nudge"] = {"growth_ratio": 0.02, "growth_floor": g, "growth_cap": g, "min_growth_floor": 0,
+                        "min_growth_ratio": 0.10}
+        out["compress"] = {"min_compress_range": max(1, round(0.06 * window))}
+    return out
+
+
+def kernel_config_for(window: int, gate: str = "default", overrides: dict[str, Any] | None = None) -> KernelConfig:
+    """``KernelConfig.for_limit(window, ...)`` with the gate preset, then ``overrides``."""
+    base = gate_overrides(gate, window)
+    for k, v in (overrides or {}).items():
+        if isinstance(v, dict) and isinstance(base.get(k), dict):
+            base[k] = {**base[k], **v}
+        else:
+            base[k] = v
+    return KernelConfig.for_limit(window, **base)
+
+
+@dataclass
+class DecisionSample:
+    """One SFT row: ``messages`` (target last), ``tools`` and ``meta``."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    meta: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"messages": self.messages, "tools": self.tools, "meta": self.meta}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False)
+
+
+@dataclass
+class ReplayStats:
+    """Counts of one or more replays: points seen, samples by kind, skips by reason."""
+
+    points: int = 0
+    samples: int = 0
+    kinds: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)
+    details: list[str] = field(default_factory=list)  # the first few skip details, for debugging
+
+    def skip(self, reason: str, detail: str = "") -> None:
+        self.skipped[reason] += 1
+        if len(self.details) < 50:
+            self.details.append(f"{reason}: {detail}" if detail else reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"points": self.points, "samples": self.samples, "kinds": dict(sorted(self.kinds.items())),
+                "skipped": dict(sorted(self.skipped.items()))}
+
+
+def _with_id(msg: dict[str, Any], raw_id: str) -> dict[str, Any]:
+    out = {k: copy.deepcopy(msg[k]) for k in _CHAT_KEYS if k in msg and msg[k] is not None}
+    out.setdefault("content", "")
+    out["id"] = raw_id
+    return out
+
+
+def _boundary(session: Any, step: Any) -> int | None:
+    for i in range(step.start, step.end):
+        if session.messages[i].get("role") == "assistant":
+            return i
+    return None
+
+
+def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any] | None = None,
+                   gate: str = "default", host: HostConfig = HostConfig(), prompt_mode: str = "distilled",
+                   doctrine: Any = None, horizon: int = 2, seed: int = 0,
+                   label_config: LabelConfig | None = None, count_tokens: CountTokens | None = None,
+                   stats: ReplayStats | None = None, run_dir: str | None = None) -> Iterator[DecisionSample]:
+    """Drive ``session`` through the kernel and yield one labelled sample per decision point.
+
+    Deterministic: the same session, settings and seed give byte-identical samples
+    (``DecisionSample.to_json``). ``stats`` (if given) collects the counts, skipped points
+    by reason included. ``run_dir`` is where a proxy-style decompress may write a file.
+    """
+    if doctrine is None:
+        from doctrine.spec import load_doctrine
+
+        doctrine = load_doctrine("v1")
+    cfg = label_config or LabelConfig()
+    count = count_tokens or default_count_tokens
+    stats = stats if stats is not None else ReplayStats()
+    kcfg = kernel_config_for(window, gate, kernel_overrides)
+    msgs = session.messages
+    first = 1 if msgs and msgs[0].get("role") == "system" else 0
+    base_prompt = (msgs[0].get("content") or "") if first else ""
+    system_prompt = render_system_prompt(doctrine, prompt_mode, base_prompt)
+    tools = tool_schemas(doctrine, prompt_mode, host=cfg.tools_host) + copy.deepcopy(list(session.tools))
+    fixed = count(system_prompt) + count(json.dumps(tools, ensure_ascii=False, sort_keys=True))
+    nudge_fn = nudge_text_for(doctrine, prompt_mode)
+    units = tool_units(msgs)
+    run_dir = run_dir or os.path.join(tempfile.gettempdir(), "dtw-replay")
+
+    history: list[dict[str, Any]] = []
+    state = CompressionState.initial()
+    replaced: dict[int, dict[str, Any]] = {}
+    pos = first
+    n_action = 0
+    common = {"source": session.source, "family": session.family, "session_id": session.session_id,
+              "window": window, "gate": gate, "horizon": horizon, "seed": seed, "prompt_mode": prompt_mode,
+              "host": host.to_dict(), "tools_host": cfg.tools_host}
+
+    for step in session.steps:
+        b = _boundary(session, step)
+        if b is None or b < pos:
+            stats.skip("no_assistant_turn", f"{session.session_id} step {step.index}")
+            continue
+        while pos < b:
+            history.append(_with_id(replaced.get(pos, msgs[pos]), session_msg_id(pos)))
+            pos += 1
+        recovery: RecoveryState | None = None
+        for action_index in range(cfg.max_actions_per_boundary + 1):
+            point = _point(session, step.index, b, history, state, kcfg, window, host, nudge_fn, count, fixed,
+                           action_index, recovery, units)
+            state = point.state
+            stats.points += 1
+            if action_index == cfg.max_actions_per_boundary:
+                stats.skip("action_limit", f"{session.session_id} step {step.index}")
+                break
+            try:
+                label = label_decision(point, doctrine=doctrine, horizon=horizon, seed=seed, config=cfg)
+            except LabelSkipped as e:
+                stats.skip(e.reason, f"{session.session_id} step {step.index}: {e.detail}")
+                break
+            stats.samples += 1
+            stats.kinds[label.kind] += 1
+            yield _sample(point, label, system_prompt, tools, common, step)
+            act = label.action
+            if act["type"] == "session":
+                if label.message != _target_of(msgs[b]):
+                    replaced[b] = label.message
+                break
+            n_action += 1
+            aid = f"{ACTION_PREFIX}{n_action:04d}"
+            call_msg = dict(label.message)
+            call_msg["id"] = aid
+            if act["type"] == "compress":
+                res = apply_compression(act["args"]["content"], point.flat, point.state, kcfg,
+                                        compress_call_id=act["call_id"], count_tokens=count, clock_ms=lambda: 0)
+                state = res.state
+                result = res.text
+                recovery = None
+            else:
+                result, state = _run_tool(point, act, cfg, run_dir)
+                r = act.get("recovery") or {}
+                recovery = RecoveryState(list(r.get("fact_ids", [])), act["name"], result,
+                                         list(r.get("blocks", [])), r.get("hit_block") or act["args"].get("blockId"))
+            history.append(_with_id(call_msg, aid))
+            history.append({"role": "tool", "tool_call_id": act["call_id"], "name": act.get("name", "compress"),
+                            "content": result, "id": f"{aid}#result"})
+    return
+
+
+def _target_of(msg: dict[str, Any]) -> dict[str, Any]:
+    from doctrine.label.actions import session_message
+
+    return session_message(msg)
+
+
+def _point(session, step, visible, history, state, kcfg, window, host, nudge_fn, count, fixed, action_index,
+           recovery, units) -> DecisionPoint:
+    flat = flatten(history)
+    sized = process_turn(flat, state, kcfg, 0, render_tags=host.tags, count_tokens=count).messages
+    if host.summaries == "compress-call":
+        sized = [m for m in sized if not m.id.startswith(SUMMARY_ID_PREFIX)]
+    tc = fixed + sum(count(m.text) for m in sized)
+    view = render_for_model(flat, state, kcfg, tc, host, nudge_fn, count_tokens=count)
+    kview = process_turn(flat, state, kcfg, tc, render_tags="none", count_tokens=count).messages
+    return DecisionPoint(session=session, step=step, visible=visible, flat=flat, state_before=state, view=view,
+                         kernel_view=kview, token_count=tc, window=window, kconfig=kcfg, host=host,
+                         count_tokens=count, action_index=action_index, recovery=recovery, units=units)
+
+
+def _run_tool(point: DecisionPoint, act: dict[str, Any], cfg: LabelConfig, run_dir: str) -> tuple[str, CompressionState]:
+    args = act["args"]
+    if act["name"] == "search_context":
+        text, _top = search_result(point, args["query"], cfg)
+        return text, point.state
+    res = decompress(point.state, args["blockId"], point.flat, run_dir=run_dir, inline=args.get("inline"),
+                     style=cfg.tools_host, now_ms=0)
+    return res.text, res.state
+
+
+def _sample(point: DecisionPoint, label: Any, system_prompt: str, tools: list[dict[str, Any]],
+            common: dict[str, Any], step: Any) -> DecisionSample:
+    chat = to_chat(point.view.messages)
+    messages = [{"role": "system", "content": system_prompt}] + chat + [copy.deepcopy(label.message)]
+    d = point.nudge
+    meta = dict(common)
+    meta.update({
+        "kind": label.kind, "step": point.step, "step_kind": step.kind, "action_index": point.action_index,
+        "doctrine_version": label.doctrine_version, "doctrine_sha256": label.doctrine_sha256,
+        "labeler": label.labeler, "labeler_version": label.labeler_version, "reason": label.reason,
+        "conformance": label.conformance, "ranges": label.ranges, "facts": label.facts,
+        "nudge": {"shown": point.nudge_shown, "tier": d.tier if point.nudge_shown else None,
+                  "voice": d.voice if point.nudge_shown else None},
+        "token_count": point.token_count,
+    })
+    return DecisionSample(messages, copy.deepcopy(tools), meta)
+
+
+def sample_dicts(samples: Iterator[DecisionSample]) -> list[dict[str, Any]]:
+    return [s.to_dict() for s in samples]
+

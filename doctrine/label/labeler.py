@@ -1,0 +1,406 @@
+"""label_decision: the doctrine as a labeling function over one decision point.
+
+Rules, in the order they are tried (thresholds are ``LabelConfig`` fields):
+
+1. an unfinished recovery (the point follows a search/decompress result): decompress the
+   block the search named, or answer with the exact restored detail;
+2. a shown nudge of tier 2/3 -> ``tier2``/``tier3``: one block-boundary compress
+   ``bFirst..bLast`` over the nudge's target blocks, ``Source:`` headers per block;
+3. a shown emergency nudge -> ``emergency``: consumed pieces, tool-heavy and large first,
+   until the context would drop to ``emergency_target_share`` of the window; pieces that
+   hold needed messages only if that is not enough (their needed facts kept verbatim);
+4. a shown gentle nudge -> ``nudged_compress`` over the nudge's ranges minus every unit
+   still needed within the horizon (ranges split around them; pieces under
+   ``min_piece_tokens`` dropped; the call must reach the kernel's ``minCompressRange``), or
+   ``refusal`` when nothing is left because of needed messages;
+5. the current step (plus ``recovery_lookahead`` steps) uses a fact whose text is not in
+   the visible context but whose message some block covers -> ``recovery``. Tool choice:
+   when a covering block id (or, on the Pi host, the fact message's own ref) is visible,
+   ``decompress`` it (3 times in 4, seeded; else search); otherwise ``search_context``
+   with the first query (the fact text if short, else its longest distinctive words)
+   whose simulated top hit lies in a covering block;
+6. no nudge and consumed compressible content >= the spontaneous threshold ->
+   ``spontaneous_compress``;
+7. otherwise ``ordinary``: the session's own next assistant message.
+
+A point that cannot be labelled correctly (a summary that fails the checker after repair,
+a call the kernel would reject, a detail no tool can reach) raises :class:`LabelSkipped`
+with a reason; the replay counts it and emits nothing for that point.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from doctrine.conform.patterns import content_words
+from doctrine.kernel.compress import apply_compression
+from doctrine.kernel.decompress import PI_MESSAGE_INLINE_MAX
+from doctrine.kernel.search import build_message_docs, search_active_blocks, search_context
+
+from . import actions
+from . import phrasing as ph
+from .config import LabelConfig
+from .needed import Hindsight, facts_of, hindsight, session_index_of
+from .point import DecisionPoint
+from .ranges import Piece, cut_pieces, total_chars, viable
+from .summaries import BlockSource, compose_tier, compose_tier1
+
+LABELER_ID = "doctrine-labeler"
+LABELER_VERSION = "1.0.0"
+KINDS = ("nudged_compress", "refusal", "spontaneous_compress", "tier2", "tier3", "emergency", "recovery",
+         "ordinary")
+_PLACEHOLDER = "placeholder summary used only to ask the kernel which messages a range would fold"
+
+
+class LabelSkipped(Exception):
+    """No correct label exists for this point; ``reason`` is a short counter key."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class Label:
+    """One labelled decision: the target assistant message and why."""
+
+    kind: str
+    message: dict[str, Any]
+    reason: str
+    ranges: list[dict[str, Any]] = field(default_factory=list)
+    conformance: dict[str, Any] | None = None
+    labeler: str = LABELER_ID
+    labeler_version: str = LABELER_VERSION
+    doctrine_version: str = ""
+    doctrine_sha256: str = ""
+    action: dict[str, Any] = field(default_factory=lambda: {"type": "session"})
+    facts: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------------- entry point
+def label_decision(point: DecisionPoint, *, doctrine: Any, horizon: int, seed: int,
+                   config: LabelConfig | None = None) -> Label:
+    """Label ``point`` under ``doctrine`` with hindsight over ``horizon`` later steps.
+
+    Deterministic: the same point, doctrine, horizon, seed and config give the same label.
+    Raises :class:`LabelSkipped` when no correct label can be made.
+    """
+    cfg = config or LabelConfig()
+    rng = ph.rng_for(seed, point.session.session_id, point.step, point.action_index,
+                     point.recovery.tool if point.recovery else "")
+    hs = hindsight(point.session, point.step, horizon)
+    if point.recovery is not None:
+        lab = _recovery_followup(point, cfg, rng)
+    elif point.nudge_shown and point.nudge.tier in (2, 3):
+        lab = _tier(point, hs, doctrine, rng, cfg)
+    elif point.nudge_shown and point.nudge.voice == "emergency":
+        lab = _emergency(point, hs, doctrine, rng, cfg)
+    elif point.nudge_shown:
+        lab = _nudged(point, hs, doctrine, rng, cfg)
+    else:
+        lab = _recovery_call(point, cfg, rng) or _spontaneous(point, hs, doctrine, rng, cfg) or _ordinary(
+            point, "no nudge, nothing consumed worth folding, every needed detail visible")
+    lab.doctrine_version = str(getattr(doctrine, "version", ""))
+    lab.doctrine_sha256 = str(getattr(doctrine, "sha256", ""))
+    return lab
+
+
+def _ordinary(point: DecisionPoint, reason: str) -> Label:
+    return Label("ordinary", actions.session_message(point.next_message), reason)
+
+
+# ---------------------------------------------------------------------- compress helpers
+def _pieces(point: DecisionPoint, ranges: list[Any], hs: Hindsight, cfg: LabelConfig, *,
+            allow_needed: bool = False) -> list[Piece]:
+    ps = cut_pieces(ranges, point.kernel_view, point.state, point.kconfig, point.count_tokens, point.units,
+                    hs.needed_messages, allow_needed=allow_needed, flat=point.flat)
+    return viable(ps, cfg.min_piece_tokens)
+
+
+def _topic(msgs: list[Any]) -> str:
+    names: list[str] = []
+    for m in msgs:
+        if m.content_type == "tool-call":
+            for p in re.findall(r"[\w./-]+\.(?:py|ts|tsx|js|json|toml|yaml|yml|md|cfg|txt|lock|log)\b", m.text):
+                base = p.rsplit("/", 1)[-1]
+                if base not in names:
+                    names.append(base)
+    if names:
+        return "work on " + ", ".join(names[:2])
+    tools = sorted({m.tool_name for m in msgs if m.tool_name})
+    return (" and ".join(tools[:2]) + " output") if tools else "earlier discussion"
+
+
+def _compress(kind: str, point: DecisionPoint, pieces: list[Piece], hs: Hindsight, doctrine: Any, rng: Any,
+              cfg: LabelConfig, reason: str, leads: tuple[str, ...]) -> Label:
+    pieces = sorted(pieces, key=lambda p: p.refs[0])
+    needed_ids = {f.id for f in hs.needed_facts}
+    ranges, confs, failed = [], [], 0
+    for p in pieces:
+        msgs = [point.by_id[i] for i in p.ids]
+        idx = {session_index_of(i) for i in p.ids} - {None}
+        facts = [(f.text, f.kind, f.id in needed_ids) for f in facts_of(point.session, idx)]
+        out = compose_tier1(msgs, point.state, facts, doctrine, rng, point.count_tokens, cfg)
+        if not out.passed:
+            failed += 1
+            continue
+        ranges.append({"startId": p.start_ref, "endId": p.end_ref, "summary": out.text, "topic": _topic(msgs),
+                       "chars": p.chars, "tokens": p.tokens, "needed": p.needed})
+        confs.append(out.conformance())
+    if not ranges:
+        raise LabelSkipped("summary_failed", f"{failed} range(s) failed the checker after repair")
+    if sum(r["chars"] for r in ranges) < point.kconfig.compress.min_compress_range:
+        raise LabelSkipped("summary_failed", "the ranges that passed are under minCompressRange")
+    topic = ranges[0]["topic"] if len(ranges) == 1 else f"{ranges[0]['topic']} and more"
+    args = actions.compress_args(topic, ranges)
+    _dry_run(point, args["content"])
+    call_id = f"call_acp_{point.step:03d}_{point.action_index}"
+    lead = rng.choice(leads).format(topic=ranges[0]["topic"], n=len(ranges))
+    msg = actions.call_message(lead, call_id, "compress", args)
+    conf = {"score": min(c["score"] for c in confs), "passed": True, "ranges": confs,
+            "failed_ranges": failed}
+    return Label(kind, msg, reason, ranges=[{k: r[k] for k in ("startId", "endId", "tokens", "needed")} | {"tier": 1}
+                                            for r in ranges],
+                 conformance=conf, action={"type": "compress", "call_id": call_id, "args": args})
+
+
+def _dry_run(point: DecisionPoint, content: list[dict[str, Any]]) -> Any:
+    res = apply_compression(content, point.flat, point.state, point.kconfig, count_tokens=point.count_tokens,
+                            clock_ms=lambda: 0)
+    if res.blocks_created == 0 or res.errors:
+        raise LabelSkipped("kernel_rejected", "; ".join(res.errors or res.warnings))
+    return res
+
+
+# ---------------------------------------------------------------------- nudged / refusal
+def _nudged(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label:
+    ranges = point.nudge.compressible_ranges
+    free = _pieces(point, ranges, hs, cfg)
+    if free and total_chars(free) >= point.kconfig.compress.min_compress_range:
+        return _compress("nudged_compress", point, free, hs, doctrine, rng, cfg,
+                         "gentle nudge; consumed ranges (needed units left out)", ph.COMPRESS_LEADS)
+    held = _pieces(point, ranges, hs, cfg, allow_needed=True)
+    in_use = [p for p in held if p.needed]
+    if not in_use:
+        return _ordinary(point, "gentle nudge with nothing the kernel would accept")
+    return _refusal(point, hs, in_use, rng)
+
+
+def _refusal(point: DecisionPoint, hs: Hindsight, in_use: list[Piece], rng: Any) -> Label:
+    idx = {session_index_of(i) for p in in_use for i in p.ids}
+    facts = [f for f in hs.needed_facts if point.units and point.units[f.message] in
+             {point.units[i] for i in idx if i is not None}]
+    what = f"`{ph.short(facts[0].text, 60)}`" if facts else "the output I am working from"
+    p = in_use[0]
+    span = p.start_ref if p.start_ref == p.end_ref else f"{p.start_ref}–{p.end_ref}"
+    line = rng.choice(ph.REFUSALS).format(span=span, what=what)
+    return Label("refusal", actions.with_prefix(point.next_message, line),
+                 "gentle nudge while the ranges are still needed within the horizon",
+                 ranges=[{"startId": q.start_ref, "endId": q.end_ref, "tokens": q.tokens, "needed": True}
+                         for q in in_use],
+                 facts=[f.id for f in facts])
+
+
+# ---------------------------------------------------------------------- spontaneous
+def _spontaneous(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label | None:
+    free = _pieces(point, point.nudge.recommended_ranges, hs, cfg)
+    consumed = sum(p.tokens for p in free)
+    if consumed < cfg.spontaneous_threshold(point.window):
+        return None
+    if total_chars(free) < point.kconfig.compress.min_compress_range:
+        return None
+    return _compress("spontaneous_compress", point, free, hs, doctrine, rng, cfg,
+                     f"no nudge; {consumed} consumed tokens at a step boundary", ph.SPONTANEOUS_LEADS)
+
+
+# ---------------------------------------------------------------------- emergency
+def _emergency(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label:
+    need_free = point.token_count - cfg.emergency_target_share * point.window
+    ranges = point.nudge.recommended_ranges
+    order = lambda p: (-round(p.tool_share, 2), -p.tokens, p.refs[0])  # noqa: E731
+
+    def pick(cands: list[Piece]) -> list[Piece]:
+        chosen, freed = [], 0
+        for p in sorted(cands, key=order):
+            chosen.append(p)
+            freed += p.tokens
+            if freed >= need_free and total_chars(chosen) >= point.kconfig.compress.min_compress_range:
+                break
+        return chosen
+
+    free = _pieces(point, ranges, hs, cfg)
+    chosen = pick(free)
+    reason = "emergency voice; consumed tool output first"
+    if sum(p.tokens for p in chosen) < need_free or total_chars(chosen) < point.kconfig.compress.min_compress_range:
+        wide = _pieces(point, ranges, hs, cfg, allow_needed=True)
+        if sum(p.tokens for p in wide) > sum(p.tokens for p in chosen):
+            chosen = pick(wide)
+            reason = "emergency voice; consumed output was not enough, needed ranges folded with their facts verbatim"
+    if not chosen or total_chars(chosen) < point.kconfig.compress.min_compress_range:
+        return _ordinary(point, "emergency voice but nothing compressible")
+    return _compress("emergency", point, chosen, hs, doctrine, rng, cfg, reason, ph.EMERGENCY_LEADS)
+
+
+# ---------------------------------------------------------------------- tiers
+def _tier(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label:
+    tier = int(point.nudge.tier)
+    targets = [t.block_id for t in point.nudge.tier_target_blocks]
+    order = [b.block_id for b in point.state.blocks if b.block_id in targets]
+    if not order:
+        return _ordinary(point, f"tier-{tier} nudge without target blocks")
+    first, last = order[0], order[-1]
+    probe = _dry_run(point, [{"startId": first, "endId": last, "summary": _PLACEHOLDER}])
+    new = probe.state.block(probe.new_block_ids[0])
+    srcs = [point.state.block(b) for b in new.direct_block_ids]
+    blocks = [BlockSource(b.block_id, b.tier, b.summary, b.topic, b.compressed_tokens) for b in srcs if b]
+    raw = [point.by_id[i] for i in new.direct_message_ids if i in point.by_id]
+    texts = [b.summary for b in blocks] + [m.text for m in raw]
+    needed = [f.text for f in hs.needed_facts if any(f.text in t for t in texts)]
+    out = compose_tier(tier, blocks, raw, point.state, needed, doctrine, rng, point.count_tokens)
+    if not out.passed:
+        raise LabelSkipped("summary_failed", f"tier-{tier}: " + "; ".join(out.report.reasons[:2]))
+    topic = f"tier-{tier} digest of {first}..{last}"
+    args = actions.compress_args(topic, [{"startId": first, "endId": last, "summary": out.text, "topic": topic}])
+    _dry_run(point, args["content"])
+    call_id = f"call_acp_{point.step:03d}_{point.action_index}"
+    msg = actions.call_message(rng.choice(ph.TIER_LEADS), call_id, "compress", args)
+    kind = "tier2" if tier == 2 else "tier3"
+    return Label(kind, msg, f"tier-{tier} nudge over {len(blocks)} block(s)",
+                 ranges=[{"startId": first, "endId": last, "tier": tier, "sources": [b.block_id for b in blocks]}],
+                 conformance={"score": out.report.score, "passed": True, "ranges": [out.conformance()]},
+                 action={"type": "compress", "call_id": call_id, "args": args})
+
+
+# ---------------------------------------------------------------------- recovery
+def _lost_facts(point: DecisionPoint, cfg: LabelConfig) -> list[tuple[Any, list[Any]]]:
+    """Facts the next step(s) use that are invisible but covered by some block."""
+    s = point.step
+    want = []
+    for st in point.session.steps[s:s + cfg.recovery_lookahead + 1]:
+        for fid in st.uses:
+            if fid not in want:
+                want.append(fid)
+    by_id = {f.id: f for f in point.session.facts}
+    out = []
+    for fid in want:
+        f = by_id.get(fid)
+        if f is None or f.message >= point.visible or f.text in point.visible_text:
+            continue
+        cover = [b for b in point.state.blocks
+                 if any(session_index_of(x) == f.message for x in b.effective_message_ids)]
+        if cover:
+            out.append((f, cover))
+    return out
+
+
+def _fact_message(point: DecisionPoint, f: Any) -> Any:
+    cands = [m for m in point.flat if session_index_of(m.id) == f.message]
+    for m in cands:
+        if f.text in m.text or any(f.text in x for x in _strings(m)):
+            return m
+    return cands[0] if cands else None
+
+
+def _strings(m: Any) -> list[str]:
+    from .needed import message_strings
+
+    return message_strings(m.text, m.content_type == "tool-call")
+
+
+def _queries(text: str) -> list[str]:
+    out = []
+    if len(text) <= 60:
+        out.append(text)
+    words = sorted(dict.fromkeys(content_words(text)), key=lambda w: (-len(w), w))
+    for n in (3, 2, 4, 1):
+        if len(words) >= n:
+            q = " ".join(words[:n])
+            if q not in out:
+                out.append(q)
+    return out
+
+
+def search_result(point: DecisionPoint, query: str, cfg: LabelConfig) -> tuple[str, str | None]:
+    """(result text, block id of the top hit) for ``query`` under the configured host."""
+    from doctrine.kernel.search import render_search_result
+
+    st = point.state
+    if cfg.tools_host == "proxy":
+        found = search_active_blocks(query, st, limit=5)
+        return render_search_result(found, query, len(st.blocks), style="proxy"), (found[0].block_id if found else None)
+    docs = build_message_docs(point.flat, st, only_folded=True, count_tokens=point.count_tokens)
+    res = search_context(query, st, docs)
+    top = None
+    if res:
+        top = res[0].ref if res[0].kind == "block" else res[0].block_id
+    return render_search_result(res, query, len(st.blocks), len(docs), style="pi"), top
+
+
+def _recovery_call(point: DecisionPoint, cfg: LabelConfig, rng: Any) -> Label | None:
+    lost = _lost_facts(point, cfg)
+    if not lost:
+        return None
+    f, cover = lost[0]
+    cover_ids = [b.block_id for b in cover]
+    visible_blocks = [b for b in cover if re.search(rf"(?<![\w]){b.block_id}(?![\w])", point.visible_text)]
+    m = _fact_message(point, f)
+    ref = point.state.by_raw.get(m.id) if m is not None else None
+    ref_visible = (cfg.tools_host == "pi" and ref is not None and ref in point.visible_text
+                   and m is not None and len(m.text) < PI_MESSAGE_INLINE_MAX)
+    call_id = f"call_acp_{point.step:03d}_{point.action_index}"
+    rec = {"fact_ids": [f.id], "blocks": cover_ids}
+    if (ref_visible or visible_blocks) and rng.random() < 0.75:
+        target = ref if ref_visible else min(visible_blocks, key=lambda b: b.tier).block_id
+        return _decompress_label(point, target, rec, rng, cfg, call_id, f"step {point.step} needs {f.id}, lost from view")
+    for q in _queries(f.text):
+        text, top = search_result(point, q, cfg)
+        if top in cover_ids:
+            lead = rng.choice(ph.SEARCH_LEADS).format(what=f.kind.replace("_", " ").rstrip("s"))
+            msg = actions.call_message(lead, call_id, "search_context", {"query": q})
+            return Label("recovery", msg, f"step {point.step} needs {f.id}; only a block holds it",
+                         action={"type": "tool", "name": "search_context", "call_id": call_id,
+                                 "args": {"query": q}, "recovery": rec | {"hit_block": top}},
+                         facts=[f.id], ranges=[{"block": top}])
+    if visible_blocks or ref_visible:
+        target = ref if ref_visible else min(visible_blocks, key=lambda b: b.tier).block_id
+        return _decompress_label(point, target, rec, rng, cfg, call_id, f"step {point.step} needs {f.id}")
+    raise LabelSkipped("recovery_unreachable", f"{f.id}: no query finds its block and no block id is visible")
+
+
+def _decompress_label(point: DecisionPoint, target: str, rec: dict[str, Any], rng: Any, cfg: LabelConfig,
+                      call_id: str, reason: str) -> Label:
+    args: dict[str, Any] = {"blockId": target}
+    if cfg.tools_host == "pi" and target.startswith("b"):
+        args["inline"] = True
+    lead = rng.choice(ph.DECOMPRESS_LEADS).format(target=target)
+    msg = actions.call_message(lead, call_id, "decompress", args)
+    return Label("recovery", msg, reason, action={"type": "tool", "name": "decompress", "call_id": call_id,
+                                                  "args": args, "recovery": rec},
+                 facts=list(rec["fact_ids"]), ranges=[{"block": target}])
+
+
+def _recovery_followup(point: DecisionPoint, cfg: LabelConfig, rng: Any) -> Label:
+    rec = point.recovery
+    facts = [f for f in point.session.facts if f.id in rec.fact_ids]
+    if facts and all(f.text in rec.result_text for f in facts):
+        msg = point.next_message
+        missing = [f for f in facts if f.text not in (msg.get("content") or "") and
+                   f.text not in " ".join((c.get("function") or {}).get("arguments", "") for c in msg.get("tool_calls") or [])]
+        where = rec.hit_block or (rec.blocks[0] if rec.blocks else "block")
+        out = actions.session_message(msg)
+        if missing:
+            line = rng.choice(ph.RESTORED_PREFIX).format(where=where, quote=missing[0].text)
+            out = actions.with_prefix(msg, line)
+        return Label("recovery", out, f"answer with the restored detail of {', '.join(rec.fact_ids)}",
+                     facts=list(rec.fact_ids), ranges=[{"block": where}])
+    if rec.tool == "search_context" and rec.hit_block:
+        call_id = f"call_acp_{point.step:03d}_{point.action_index}"
+        return _decompress_label(point, rec.hit_block, {"fact_ids": rec.fact_ids, "blocks": rec.blocks}, rng, cfg,
+                                 call_id, "search named the block; restore it for the exact detail")
+    raise LabelSkipped("restore_missing", "the restored text does not hold the fact")

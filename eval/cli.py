@@ -1,0 +1,73 @@
+"""``python -m eval run`` and ``python -m eval report`` (registered in ``eval/__main__.py``).
+
+Nothing heavy is imported here: ``--help`` stays fast; backends import torch or vLLM only
+when a run builds them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register_run(sub) -> None:
+    p = sub.add_parser("run", help="run (or resume) an eval recipe: python -m eval run RECIPE.yaml --out DIR",
+                       description="Run every (arm x case x window x seed) of RECIPE into --out. Finished "
+                                   "cases are skipped on a rerun; manifest.json appears when all are done.")
+    p.add_argument("recipe", help="configs/eval/*.yaml")
+    p.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. seeds=[0,1]")
+    p.add_argument("--out", help="output folder (runs/<name>/eval); default: the recipe's output")
+    p.add_argument("--max-cases", type=int, default=None, help="stop after this many new cases")
+    p.add_argument("--print-config", action="store_true", help="print the resolved recipe and exit")
+    p.set_defaults(func=cmd_run)
+
+
+def register_report(sub) -> None:
+    p = sub.add_parser("report", help="build the report of a run: python -m eval report RUN_DIR [--vs OTHER]",
+                       description="Markdown, self-contained HTML and JSON from saved case results.")
+    p.add_argument("run_dir", help="an eval output folder (runs/<name>/eval)")
+    p.add_argument("--vs", dest="vs", default=None, help="a second eval folder for a side-by-side")
+    p.add_argument("--out", default=None, help="report folder (default: RUN_DIR/../report)")
+    p.set_defaults(func=cmd_report)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from doctrine.config import ConfigError, config_to_yaml, load_config
+
+    from eval.recipe import EvalRecipe
+
+    try:
+        recipe = load_config(args.recipe, EvalRecipe, args.overrides)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        print(config_to_yaml(recipe), end="")
+        return 0
+    out = args.out or recipe.output
+    if not out:
+        print("error: --out is required (or set output: in the recipe)", file=sys.stderr)
+        return 2
+    from eval.backends.base import BackendError
+    from eval.harness import run_eval
+
+    try:
+        summary = run_eval(recipe, out, base_dir=Path(args.recipe).resolve().parent, max_jobs=args.max_cases,
+                           log=lambda s: print(s, file=sys.stderr))
+    except (BackendError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0 if summary.complete else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from eval.report import ReportError, build_report
+
+    try:
+        out = build_report(args.run_dir, vs=args.vs, out=args.out)
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0

@@ -1,0 +1,90 @@
+"""``EvalRecipe``: the typed YAML schema of ``configs/eval/*.yaml``.
+
+    python -m eval run configs/eval/smoke.yaml --out runs/smoke/eval [key=value ...]
+
+A run is every (arm x workload case x window x seed) the recipe names. Backend settings
+name the environment variable that holds an API key (``api_key_env``); a key written
+into a recipe is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from doctrine.config import BaseConfig
+
+ARM_NAMES = ("full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", "auto_compact", "micro_auto",
+             "deterministic", "doctrine", "base_slim", "distilled")
+
+
+class BackendSpec(BaseConfig):
+    name: Literal["hf", "vllm", "openai", "oracle"] = "oracle"
+    model: str | None = None  # a model spec (train.models): embedded:..., tiny:..., hub id, local dir
+    adapter_dir: str | None = None  # PEFT adapter (the exported adapter/ folder) for the distilled arm
+    settings: dict[str, Any] = Field(default_factory=dict)  # backend extras: base_url, adapter_model, ...
+
+    @field_validator("settings")
+    @classmethod
+    def _no_keys(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for k in v:
+            if k.lower() in ("api_key", "key", "token", "password", "secret"):
+                raise ValueError(f"backend.settings.{k}: never put a key in a recipe; name its "
+                                 "environment variable with api_key_env")
+        return v
+
+    def factory_settings(self) -> dict[str, Any]:
+        out = dict(self.settings)
+        if self.model is not None:
+            out.setdefault("model", self.model)
+        if self.adapter_dir is not None:
+            out.setdefault("adapter_dir", self.adapter_dir)
+        return out
+
+
+class WorkloadSpec(BaseConfig):
+    name: Literal["scripted", "held_out"]
+    settings: dict[str, Any] = Field(default_factory=dict)  # scripted: sessions/families; held_out: data_dir, split
+
+
+class EvalRecipe(BaseConfig):
+    name: str = "eval"
+    doctrine_version: str = "v1"
+    backend: BackendSpec = Field(default_factory=BackendSpec)
+    arms: list[str] = Field(default_factory=lambda: list(ARM_NAMES))
+    workloads: list[WorkloadSpec] = Field(default_factory=list)
+    windows: list[int] = Field(default_factory=lambda: [8192])
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    concurrency: int = Field(1, ge=1)
+    max_tokens: int = Field(256, ge=1)
+    horizon: int = Field(2, ge=0)  # hindsight horizon (steps) of the oracle policy
+    gate: Literal["default", "aggressive"] = "aggressive"  # kernel gate preset (eval.arms.gate_overrides)
+    kernel: dict[str, Any] = Field(default_factory=dict)  # KernelConfig overrides on top of the preset
+    arm_settings: dict[str, Any] = Field(default_factory=dict)  # eval.arms.ArmEnv fields (thresholds, cadence)
+    output: str | None = None  # default --out
+
+    @field_validator("arms")
+    @classmethod
+    def _arms(cls, v: list[str]) -> list[str]:
+        bad = [a for a in v if a not in ARM_NAMES]
+        if bad:
+            raise ValueError(f"unknown arms {bad}; expected some of {list(ARM_NAMES)}")
+        if len(set(v)) != len(v):
+            raise ValueError("arms are listed twice")
+        return v
+
+    @field_validator("windows")
+    @classmethod
+    def _windows(cls, v: list[int]) -> list[int]:
+        if not v or any(w < 256 for w in v):
+            raise ValueError("windows must be a non-empty list of token counts >= 256")
+        return v
+
+    @model_validator(mode="after")
+    def _adapter(self) -> EvalRecipe:
+        if "distilled" in self.arms and self.backend.name in ("hf", "vllm") and not self.backend.adapter_dir:
+            raise ValueError("the distilled arm needs backend.adapter_dir with the hf and vllm backends")
+        if not self.workloads:
+            raise ValueError("workloads: name at least one workload (scripted or held_out)")
+        return self

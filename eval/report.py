@@ -1,0 +1,251 @@
+"""Reports from saved case results: markdown, a self-contained HTML page and JSON.
+
+    python -m eval report runs/<name>/eval [--vs runs/<other>/eval] [--out DIR]
+
+Built only from the case files (never by the run itself): arm x metric tables per
+workload, decision tables per kind, PNG plots (matplotlib, Agg backend) of the context per
+call over a session for each arm (the sawtooth), billed tokens per arm, and accuracy per
+arm (and per kind), plus an optional side-by-side of two runs. An incomplete run is
+reported, and marked INCOMPLETE everywhere, never as complete.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from doctrine.runs import MANIFEST, atomic_write, atomic_write_json, atomic_write_text, file_sha256, \
+    read_manifest, write_manifest
+from eval.metrics import aggregate, by_kind
+
+__all__ = ["ReportError", "build_report", "summarise_run"]
+
+SCRIPTED_COLS = ["cases", "calls", "model_calls", "billed_tokens", "mean_context", "peak_context",
+                 "compressions_succeeded", "compressions_attempted", "refetches", "probe_accuracy",
+                 "evidence_survival", "doctrine_tokens", "malformed_calls", "kernel_errors", "prefix_cache_hit_rate"]
+HELD_OUT_COLS = ["cases", "kind_correct", "tool_call_valid", "range_valid", "range_overlap", "conformance_score",
+                 "conformance_passed", "prompt_tokens", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
+ARM_ORDER = ["full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", "auto_compact", "micro_auto",
+             "deterministic", "doctrine", "base_slim", "distilled"]
+
+
+class ReportError(ValueError):
+    pass
+
+
+def _arm_key(arm: str) -> tuple[int, str]:
+    return (ARM_ORDER.index(arm) if arm in ARM_ORDER else len(ARM_ORDER), arm)
+
+
+def summarise_run(run_dir: str | Path) -> dict[str, Any]:
+    """The report's JSON: per workload, per arm aggregates (and per kind for decisions)."""
+    from eval.harness import load_results
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "cases").is_dir():
+        raise ReportError(f"{run_dir}: no cases/ folder (is this an eval output folder?)")
+    results = load_results(run_dir)
+    manifest = read_manifest(run_dir)
+    status = {}
+    try:
+        status = json.loads((run_dir / "status.json").read_text())
+    except (OSError, ValueError):
+        pass
+    groups: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        groups[r.get("workload", "?")][r["arm"]].append(r)
+    out: dict[str, Any] = {"run_dir": str(run_dir), "complete": manifest is not None,
+                           "cases_done": len(results), "cases_total": status.get("total"),
+                           "doctrine": (manifest or {}).get("doctrine"), "workloads": {}}
+    for wl, arms in sorted(groups.items()):
+        entry: dict[str, Any] = {"arms": {}, "by_kind": {}}
+        for arm in sorted(arms, key=_arm_key):
+            rows = [r["metrics"] for r in arms[arm]]
+            entry["arms"][arm] = aggregate(rows)
+            if wl == "held_out":
+                entry["by_kind"][arm] = by_kind(rows)
+        if wl == "scripted":
+            entry["series"] = _series(arms)
+        out["workloads"][wl] = entry
+    return out
+
+
+def _series(arms: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Context per call for the first case (sorted by id) of each arm: the sawtooth."""
+    first = min((r["case_id"], r["seed"]) for rs in arms.values() for r in rs)
+    series = {}
+    for arm, rs in arms.items():
+        for r in rs:
+            if (r["case_id"], r["seed"]) == first:
+                series[arm] = [c["retained_tokens"] for c in r["calls"] if c.get("purpose") != "summary"]
+    return {"case": first[0], "seed": first[1], "context": series}
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 10 else f"{v:,.0f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def _table(rows: dict[str, dict[str, Any]], cols: list[str], label: str = "arm") -> list[list[str]]:
+    present = [c for c in cols if any(c in r for r in rows.values())]
+    out = [[label] + present]
+    for name, r in rows.items():
+        out.append([name] + [_fmt(r.get(c)) for c in present])
+    return out
+
+
+def _md(table: list[list[str]]) -> str:
+    head, *body = table
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in body]
+    return "\n".join(lines)
+
+
+def _html_table(table: list[list[str]]) -> str:
+    head, *body = table
+    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    b = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
+    return f"<table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>"
+
+
+def _plots(summary: dict[str, Any]) -> dict[str, bytes]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pngs: dict[str, bytes] = {}
+
+    def save(fig, name: str) -> None:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
+        plt.close(fig)
+        pngs[name] = buf.getvalue()
+
+    sc = summary["workloads"].get("scripted")
+    if sc:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for arm in sorted(sc["series"]["context"], key=_arm_key):
+            ax.plot(sc["series"]["context"][arm], label=arm, linewidth=1.2)
+        ax.set_xlabel("call")
+        ax.set_ylabel("context tokens")
+        ax.set_title(f"Context per call, {sc['series']['case']}")
+        ax.legend(fontsize=7, ncol=2)
+        save(fig, "context_per_call.png")
+        arms = list(sc["arms"])
+        fig, ax = plt.subplots(figsize=(8, 3.5))
+        ax.bar(arms, [sc["arms"][a].get("billed_tokens", 0) for a in arms], color="#4a7ab0")
+        ax.set_ylabel("billed tokens (prompt + completion)")
+        ax.tick_params(axis="x", rotation=45)
+        save(fig, "billed_tokens.png")
+        fig, ax = plt.subplots(figsize=(8, 3.5))
+        ax.bar(arms, [sc["arms"][a].get("probe_accuracy") or 0 for a in arms], color="#5a9e5a")
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("probe accuracy")
+        ax.tick_params(axis="x", rotation=45)
+        save(fig, "probe_accuracy.png")
+    ho = summary["workloads"].get("held_out")
+    if ho:
+        arms = list(ho["arms"])
+        kinds = sorted({k for a in arms for k in ho["by_kind"].get(a, {})})
+        fig, ax = plt.subplots(figsize=(8, 3.5))
+        width = 0.8 / max(1, len(arms))
+        for i, arm in enumerate(arms):
+            vals = [ho["by_kind"][arm].get(k, {}).get("kind_correct", 0) for k in kinds]
+            ax.bar([j + i * width for j in range(len(kinds))], vals, width, label=arm)
+        ax.set_xticks([j + width * (len(arms) - 1) / 2 for j in range(len(kinds))], kinds)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("decision accuracy")
+        ax.legend(fontsize=8)
+        save(fig, "accuracy_by_kind.png")
+    return pngs
+
+
+def _side_by_side(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[list[str]]]:
+    out = {}
+    for wl in sorted(set(a["workloads"]) | set(b["workloads"])):
+        cols = SCRIPTED_COLS if wl == "scripted" else HELD_OUT_COLS
+        arms_a = a["workloads"].get(wl, {}).get("arms", {})
+        arms_b = b["workloads"].get(wl, {}).get("arms", {})
+        table = [["arm", "metric", "this run", "other run", "delta"]]
+        for arm in sorted(set(arms_a) | set(arms_b), key=_arm_key):
+            for c in cols[1:]:
+                va, vb = arms_a.get(arm, {}).get(c), arms_b.get(arm, {}).get(c)
+                if va is None and vb is None:
+                    continue
+                delta = va - vb if isinstance(va, (int, float)) and isinstance(vb, (int, float)) else None
+                table.append([arm, c, _fmt(va), _fmt(vb), _fmt(delta)])
+        out[wl] = table
+    return out
+
+
+def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str | Path | None = None) -> Path:
+    """Write report.md, report.html, report.json, the PNGs and a manifest; returns the folder."""
+    started = time.time()
+    run_dir = Path(run_dir)
+    summary = summarise_run(run_dir)
+    other = summarise_run(vs) if vs else None
+    out = Path(out) if out else (run_dir.parent / "report" if run_dir.name == "eval" else run_dir / "report")
+    out.mkdir(parents=True, exist_ok=True)
+    pngs = _plots(summary)
+    for name, data in pngs.items():
+        atomic_write(out / name, data)
+    state = "complete" if summary["complete"] else (
+        f"INCOMPLETE ({summary['cases_done']}/{summary['cases_total']} cases done)")
+    md = [f"# Eval report: {run_dir}", "", f"Run status: **{state}**.", ""]
+    parts_html = [f"<h1>Eval report: {html.escape(str(run_dir))}</h1>", f"<p>Run status: <b>{html.escape(state)}</b></p>"]
+    if summary.get("doctrine"):
+        d = summary["doctrine"]
+        md += [f"Doctrine {d.get('version')} ({str(d.get('sha256'))[:12]}).", ""]
+    for wl, entry in summary["workloads"].items():
+        cols = SCRIPTED_COLS if wl == "scripted" else HELD_OUT_COLS
+        t = _table(entry["arms"], cols)
+        md += [f"## {wl}", "", _md(t), ""]
+        parts_html += [f"<h2>{html.escape(wl)}</h2>", _html_table(t)]
+        for arm, kinds in entry.get("by_kind", {}).items():
+            kt = _table(kinds, HELD_OUT_COLS, "kind")
+            md += [f"### {wl} / {arm}, by kind", "", _md(kt), ""]
+            parts_html += [f"<h3>{html.escape(arm)}, by kind</h3>", _html_table(kt)]
+    for name, data in pngs.items():
+        md += [f"![{name}]({name})", ""]
+        parts_html.append(f'<p><img alt="{name}" src="data:image/png;base64,{base64.b64encode(data).decode()}"></p>')
+    if other is not None:
+        summary["vs"] = {"run_dir": str(vs), "complete": other["complete"], "tables": _side_by_side(summary, other)}
+        md += [f"## Side by side: this run vs {vs}", ""]
+        parts_html.append(f"<h2>Side by side: this run vs {html.escape(str(vs))}</h2>")
+        if not other["complete"]:
+            md += ["The other run is INCOMPLETE.", ""]
+        for wl, t in summary["vs"]["tables"].items():
+            md += [f"### {wl}", "", _md(t), ""]
+            parts_html += [f"<h3>{html.escape(wl)}</h3>", _html_table(t)]
+    style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
+             "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#eee}")
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>Eval report</title><style>{style}</style>"
+            f"</head><body>{''.join(parts_html)}</body></html>")
+    atomic_write_text(out / "report.md", "\n".join(md))
+    atomic_write_text(out / "report.html", page)
+    atomic_write_json(out / "report.json", summary)
+    inputs = {"eval": run_dir / MANIFEST} if (run_dir / MANIFEST).is_file() else {}
+    if vs and (Path(vs) / MANIFEST).is_file():
+        inputs["vs"] = Path(vs) / MANIFEST
+    write_manifest(out, stage="report", inputs=inputs, doctrine=summary.get("doctrine"),
+                   counts={"cases": summary["cases_done"], "plots": len(pngs)},
+                   extra={"run_complete": summary["complete"],
+                          "files": {p.name: file_sha256(p) for p in sorted(out.iterdir())
+                                    if p.is_file() and p.name != MANIFEST}},
+                   started_at=started)
+    return out
