@@ -83,16 +83,20 @@ def _size(steps: int):
 # --------------------------------------------------------------------------- build
 
 
-def _replay(session: Session, recipe: DataRecipe, doctrine, window: int, gate: str, rejects: Counter):
-    from .replay import replay_session
+def _replay(session: Session, recipe: DataRecipe, doctrine, window: int, gate: str, rejects: Counter,
+            run_dir: Path):
+    from .replay import ReplayStats, replay_session
 
+    stats = ReplayStats()
     try:
         for sample in replay_session(session, window=window, gate=gate, prompt_mode=recipe.prompt_mode,
                                      doctrine=doctrine, horizon=recipe.replay.horizon, seed=recipe.replay.seed,
-                                     nudge_style=recipe.nudge_style, rejects=rejects):
-            yield sample.to_dict() if hasattr(sample, "to_dict") else sample
+                                     stats=stats, run_dir=str(run_dir)):
+            yield sample.to_dict()
     except Exception as exc:  # one bad session never stops a long build
         rejects[f"replay_error:{type(exc).__name__}"] += 1
+    for reason, n in stats.skipped.items():
+        rejects[f"skipped:{reason}"] += n
 
 
 def build_curriculum(recipe: DataRecipe, out: str | Path, *, log=print, progress: bool = True) -> Path:
@@ -109,10 +113,13 @@ def build_curriculum(recipe: DataRecipe, out: str | Path, *, log=print, progress
     sources: Counter = Counter()
     sessions = list(collect_sessions(recipe, rejects))
     jobs = [(s, w, g) for s in sessions for w in recipe.replay.windows for g in recipe.replay.gates]
+    import tempfile
+
+    scratch = Path(tempfile.mkdtemp(prefix="dtw-replay-"))  # where decompress-to-file may write
     bar = _progress(progress, len(jobs))
     for session, window, gate in jobs:
         split = assign_split(session.session_id, session.family, recipe.split)
-        for sample in _replay(session, recipe, doctrine, window, gate, rejects):
+        for sample in _replay(session, recipe, doctrine, window, gate, rejects, scratch):
             if sample_tokens(sample) > recipe.max_tokens:
                 rejects["too_long"] += 1
                 continue

@@ -87,6 +87,7 @@ class View:
     decision: Any = None  # kernel arms: the kernel's NudgeDecision (hindsight policies read it)
     kernel_before: Any = None  # kernel arms: the CompressionState this turn started from
     token_count: int = 0  # kernel arms: the size estimate the kernel decided on
+    model_view: Any = None  # kernel arms: render_for_model's ModelView
     events: list[dict[str, Any]] = field(default_factory=list)  # compactions done before the call
 
 
@@ -285,7 +286,7 @@ def _kernel_render(state: ArmState, env: ArmEnv, mode: str | None, nudges: bool)
     retained = sum(1 for m in mv.messages if m.id != "acp_nudge")
     dt = env.count_tokens(doctrine_only) + (env.count_tokens(nudge) if nudge else 0) if doctrine_only else 0
     view = View(msgs, tools, retained, _tokens(env, msgs, tools), dt, mv.nudge_shown, nudge, flat,
-                mv.decision, before, count)
+                mv.decision, before, count, mv)
     return view, mv
 
 
@@ -341,6 +342,7 @@ def _range_messages(flat: list[Any], kstate: Any, start_ref: str, end_ref: str) 
 def _append_exchange(state: ArmState, name: str, args: dict[str, Any], result: str, call_id: str,
                      content: str = "") -> None:
     state.exchange_seq += 1
+    sid = f"a{state.exchange_seq:05d}"  # inserted actions map to no session message
     state.history.append({"id": sid, "role": "assistant", "content": content, "tool_calls": [
         {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}]})
     state.history.append({"id": sid + "#result", "role": "tool", "tool_call_id": call_id, "name": name, "content": result})

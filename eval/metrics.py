@@ -16,7 +16,7 @@ def mean(xs: list[float]) -> float:
 def scripted_metrics(calls: list[dict[str, Any]], probes: list[dict[str, Any]], refetches: int,
                      attempted: int, succeeded: int) -> dict[str, Any]:
     """The Session Marathon figures of one case from its call records and probe results."""
-    ctx = [c["retained_tokens"] for c in calls]
+    ctx = [c["retained_tokens"] for c in calls if c.get("purpose") != "summary"]  # agent calls only
     real = [c for c in calls if c.get("real")]
     return {
         "calls": len(calls),

@@ -310,45 +310,94 @@ def source_header(b: BlockSource, count: CountTokens) -> str:
     return f"Source: {b.block_id} ({format_tokens(b.compressed_tokens)}→{format_tokens(s_tok)} tok, {ratio}x). [{topic}]"
 
 
-def _block_items(b: BlockSource, doctrine: Any) -> list[tuple[str, str, float]]:
-    """(class, text, salience) of a block summary's KEEP items, in tier priority order."""
-    items = extract_keep_items([{"id": b.block_id, "role": "assistant", "content_type": "text", "text": b.summary}],
-                               doctrine=doctrine)
-    order = ("user_intent", "decisions", "paths_with_lines", "error_strings", "signatures", "exact_values",
-             "open_questions")
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
+_DECISION = re.compile(r"\b(?:because|since|so that|instead of|rather than|decided|chose)\b", re.I)
+_ERROR = re.compile(r"Error\b|Exception\b|FAILED|\bfailed\b|::test|error TS\d+")
+_PATH_LINE = re.compile(r"[\w./-]+\.\w{1,5}:\d+")
+_INTENT = re.compile(r"\b(?:must|do not|don't|never|always|only|keep|constraint|goal)\b", re.I)
+
+
+def source_bullets(summary: str) -> list[tuple[int, str]]:
+    """(category, text) of a block summary's content lines, most important category first.
+
+    Categories: 0 goal/constraints and decisions with a reason, 1 errors and failing tests,
+    2 paths with lines, 3 code, 4 anything else. DROP notes (``mNNNNN: ...``), ref lines
+    and ``Source:`` headers are process and are left out.
+    """
+    lines = summary.split("\n")
+    bullets = [m.group(1) for m in (_BULLET.match(ln) for ln in lines) if m]
+    if not bullets:
+        bullets = [ln.strip() for ln in lines if len(ln.strip()) >= 12]
     out = []
-    for cls in order:
-        for it in items.get(cls, []):
-            out.append((cls, it.text, it.salience))
+    for b in bullets:
+        t = b.strip()
+        if (re.match(r"^m\d{5}\b", t) or t.lower().startswith("source:") or fill_disclosures(t)
+                or len(t) < 6):
+            continue
+        if _DECISION.search(t) or _INTENT.search(t):
+            cat = 0
+        elif _ERROR.search(t):
+            cat = 1
+        elif _PATH_LINE.search(t):
+            cat = 2
+        elif t.startswith("`"):
+            cat = 3
+        else:
+            cat = 4
+        out.append((cat, t))
     return out
 
 
-def _round_robin(cands: list[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
-    """Candidates interleaved across classes (in class priority order), so a distilled
+def _round_robin(cands: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Candidates interleaved across categories (most important first), so a distilled
     source keeps a decision and an error, not five paths."""
-    by: dict[str, list[tuple[str, str, float]]] = {}
-    for c in cands:
+    by: dict[int, list[tuple[int, str]]] = {}
+    for c in sorted(cands, key=lambda c: c[0]):
         by.setdefault(c[0], []).append(c)
     out = []
     while any(by.values()):
-        for cls in list(by):
-            if by[cls]:
-                out.append(by[cls].pop(0))
-    return out
-
-
-def _plain_lines(summary: str) -> list[str]:
-    out = []
-    for ln in summary.split("\n"):
-        s = re.sub(r"^\s*(?:[-*•]|#+|\*\*)\s*", "", ln).strip().strip("*")
-        if len(s) >= 12 and not s.endswith(":") and not s.lower().startswith("source:"):
-            out.append(ph.short(s, 90))
+        for cat in sorted(by):
+            if by[cat]:
+                out.append(by[cat].pop(0))
     return out
 
 
 def _words(text: str, n: int) -> str:
     w = text.split()
     return " ".join(w[:n])
+
+
+def _tier2_part(b: BlockSource, bullet: str, lo: int, aim: int, count: CountTokens) -> list[str]:
+    lines = [source_header(b, count)]
+    for _cat, text in _round_robin(source_bullets(b.summary)):
+        if len(lines) > 5 and count("\n".join(lines)) >= lo:
+            break
+        if any(norm(text) == norm(x[len(bullet):]) for x in lines[1:]):
+            continue
+        cand = lines + [bullet + ph.short(text, 180)]
+        if count("\n".join(cand)) <= aim or count("\n".join(lines)) < lo or len(lines) < 4:
+            lines = cand
+    return lines
+
+
+def _tier3_part(b: BlockSource, bullet: str, aim: int, count: CountTokens) -> list[str]:
+    lines = [source_header(b, count)]
+    cands = source_bullets(b.summary)
+    arts = []
+    for _c, t in cands:
+        for m in _PATH_LINE.finditer(t):
+            if m.group(0) not in arts:
+                arts.append(m.group(0))
+    outcomes = [t for c, t in cands if c in (0, 1)] + [t for c, t in cands if c == 4]
+    for i, outcome in enumerate(outcomes[:3]):
+        art = arts[i] if i < len(arts) else (b.topic or b.block_id)
+        fact = f"{bullet}[{art}] — {_words(outcome, 8)}"
+        if i >= 1 and count("\n".join(lines + [fact])) > aim:
+            break
+        lines.append(fact)
+    if len(lines) == 1:
+        lines.append(f"{bullet}[{arts[0] if arts else (b.topic or b.block_id)}] — details in {b.block_id}")
+    return lines
 
 
 def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state: Any,
@@ -358,43 +407,14 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
     lo_per, hi_per = int(target["min_tokens_per_source"]), int(target["max_tokens_per_source"])
     k = max(1, len(blocks))
     hi_total = k * hi_per
-    aim_per = (lo_per + hi_per) // 2 if tier == 2 else int(0.8 * hi_per)
+    aim_per = (lo_per + hi_per) // 2 if tier == 2 else int(0.75 * hi_per)
     bullet = rng.choice(ph.BULLETS)
     parts: list[list[str]] = []
     for b in blocks:
-        lines = [source_header(b, count)]
-        cands = _block_items(b, doctrine)
         if tier == 2:
-            for _cls, text, _s in _round_robin(cands):
-                if len(lines) > 5:
-                    break
-                if fill_disclosures(text) or any(norm(text) in norm(x) for x in lines[1:]):
-                    continue
-                cand = lines + [bullet + text]
-                if count("\n".join(cand)) <= aim_per or len(lines) < 2:
-                    lines = cand
-            for extra in _plain_lines(b.summary):
-                if len(lines) >= 4 or count("\n".join(lines)) >= lo_per + 10:
-                    break
-                if all(norm(extra).lower() not in norm(x).lower() for x in lines):
-                    lines.append(bullet + extra)
+            parts.append(_tier2_part(b, bullet, lo_per + 8, aim_per, count))
         else:
-            arts = [t for c, t, _ in cands if c in ("paths_with_lines", "exact_values", "signatures")]
-            outs = [t for c, t, _ in cands if c in ("decisions", "error_strings", "user_intent")]
-            outs += _plain_lines(b.summary)
-            n = 0
-            for i in range(3):
-                art = arts[i] if i < len(arts) else (b.topic or b.block_id)
-                if i >= len(outs):
-                    break
-                fact = f"{bullet}[{art}] — {_words(outs[i], 8)}"
-                if count("\n".join(lines + [fact])) > aim_per and n >= 1:
-                    break
-                lines.append(fact)
-                n += 1
-            if n == 0:
-                lines.append(f"{bullet}[{b.topic or b.block_id}] — details in {b.block_id}")
-        parts.append(lines)
+            parts.append(_tier3_part(b, bullet, aim_per, count))
     if raw:
         refs = [state.by_raw.get(m.id, m.id) for m in raw]
         parts.append([f"Also folded: {refs[0]}–{refs[-1]} ({len(raw)} msgs between the source blocks)"])

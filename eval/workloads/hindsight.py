@@ -87,9 +87,7 @@ def labeler_decision(session: Any, step: int, view: Any, kstate: Any, env: Any, 
             return None
         kview = process_turn(view.flat, view.kernel_before, kcfg, view.token_count, render_tags="none",
                              count_tokens=env.count_tokens).messages
-        from doctrine.kernel.host import ModelView
-
-        mv = ModelView([], kstate, view.decision, [], view.nudge_shown)
+        mv = view.model_view
         point = DecisionPoint(session=session, step=step, visible=visible, flat=view.flat,
                               state_before=view.kernel_before, view=mv, kernel_view=kview,
                               token_count=view.token_count, window=env.window, kconfig=kcfg, host=HostConfig(),
