@@ -52,7 +52,7 @@ def collect_sessions(recipe: DataRecipe, rejects: Counter) -> Iterator[Session]:
             for k in range(src.synthetic.sessions_per_family):
                 seed = src.synthetic.seed * 1000 + k
                 try:
-                    yield generate(family, seed, _size(src.synthetic.steps)).validate()
+                    yield generate(family, seed, _size(src.synthetic)).validate()
                 except SessionError as exc:
                     rejects[f"synthetic:{exc.__class__.__name__}"] += 1
     if src.swe_rebench is not None and src.swe_rebench.path:
@@ -74,10 +74,10 @@ def collect_sessions(recipe: DataRecipe, rejects: Counter) -> Iterator[Session]:
                 break
 
 
-def _size(steps: int):
+def _size(cfg):
     from .synthetic import SessionSize
 
-    return SessionSize(steps=steps)
+    return SessionSize(steps=cfg.steps, tool_output_lines=tuple(cfg.tool_output_lines))
 
 
 # --------------------------------------------------------------------------- build

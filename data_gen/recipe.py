@@ -24,6 +24,7 @@ class SyntheticSource(BaseConfig):
     sessions_per_family: int = 2
     seed: int = 0
     steps: int = Field(12, description="task steps per session")
+    tool_output_lines: tuple[int, int] = Field((20, 120), description="min, max lines of a long tool output")
 
 
 class SweRebenchSource(BaseConfig):

@@ -51,23 +51,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from doctrine.kernel.chat import to_chat
 from doctrine.kernel.compress import apply_compression
 from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.decompress import decompress
-from doctrine.kernel.host import HostConfig, render_for_model
-from doctrine.kernel.chat import flatten, to_chat
-from doctrine.kernel.pipeline import process_turn
-from doctrine.kernel.state import SUMMARY_ID_PREFIX, CompressionState
+from doctrine.kernel.host import PROXY_HOST, HostConfig
+from doctrine.kernel.state import CompressionState
 from doctrine.kernel.tokens import CountTokens, default_count_tokens
 from doctrine.label import LabelConfig, LabelSkipped, label_decision
 from doctrine.label.labeler import search_result
 from doctrine.label.needed import ACTION_PREFIX, session_msg_id, tool_units
-from doctrine.label.point import DecisionPoint, RecoveryState
+from doctrine.label.point import DecisionPoint, RecoveryState, build_point
 from doctrine.prompts import nudge_text_for
 from doctrine.render import render_system_prompt
 from doctrine.tools import tool_schemas
 
-__all__ = ["GATES", "DecisionSample", "ReplayStats", "gate_overrides", "kernel_config_for", "replay_session"]
+__all__ = ["GATES", "DecisionSample", "ReplayStats", "apply_action", "gate_overrides", "kernel_config_for", "replay_session"]
 
 GATES = ("default", "aggressive")
 _CHAT_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content")
@@ -104,6 +103,9 @@ class DecisionSample:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     meta: dict[str, Any]
+    # In-memory only (not serialised): the decision point and label behind the row.
+    point: Any = field(default=None, repr=False, compare=False)
+    label: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"messages": self.messages, "tools": self.tools, "meta": self.meta}
@@ -147,7 +149,7 @@ def _boundary(session: Any, step: Any) -> int | None:
 
 
 def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any] | None = None,
-                   gate: str = "default", host: HostConfig = HostConfig(), prompt_mode: str = "distilled",
+                   gate: str = "default", host: HostConfig = PROXY_HOST, prompt_mode: str = "distilled",
                    doctrine: Any = None, horizon: int = 2, seed: int = 0,
                    label_config: LabelConfig | None = None, count_tokens: CountTokens | None = None,
                    stats: ReplayStats | None = None, run_dir: str | None = None) -> Iterator[DecisionSample]:
@@ -161,6 +163,7 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
         from doctrine.spec import load_doctrine
 
         doctrine = load_doctrine("v1")
+    session.validate()  # a malformed session fails here, with a SessionError naming it
     cfg = label_config or LabelConfig()
     count = count_tokens or default_count_tokens
     stats = stats if stats is not None else ReplayStats()
@@ -194,8 +197,9 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
             pos += 1
         recovery: RecoveryState | None = None
         for action_index in range(cfg.max_actions_per_boundary + 1):
-            point = _point(session, step.index, b, history, state, kcfg, window, host, nudge_fn, count, fixed,
-                           action_index, recovery, units)
+            point = build_point(session, step.index, b, history, state, kcfg, window, host=host,
+                                nudge_text=nudge_fn, count_tokens=count, fixed_tokens=fixed,
+                                action_index=action_index, recovery=recovery, units=units)
             state = point.state
             stats.points += 1
             if action_index == cfg.max_actions_per_boundary:
@@ -215,23 +219,7 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
                     replaced[b] = label.message
                 break
             n_action += 1
-            aid = f"{ACTION_PREFIX}{n_action:04d}"
-            call_msg = dict(label.message)
-            call_msg["id"] = aid
-            if act["type"] == "compress":
-                res = apply_compression(act["args"]["content"], point.flat, point.state, kcfg,
-                                        compress_call_id=act["call_id"], count_tokens=count, clock_ms=lambda: 0)
-                state = res.state
-                result = res.text
-                recovery = None
-            else:
-                result, state = _run_tool(point, act, cfg, run_dir)
-                r = act.get("recovery") or {}
-                recovery = RecoveryState(list(r.get("fact_ids", [])), act["name"], result,
-                                         list(r.get("blocks", [])), r.get("hit_block") or act["args"].get("blockId"))
-            history.append(_with_id(call_msg, aid))
-            history.append({"role": "tool", "tool_call_id": act["call_id"], "name": act.get("name", "compress"),
-                            "content": result, "id": f"{aid}#result"})
+            state, recovery = apply_action(point, label, history, f"{ACTION_PREFIX}{n_action:04d}", cfg, run_dir)
     return
 
 
@@ -241,18 +229,33 @@ def _target_of(msg: dict[str, Any]) -> dict[str, Any]:
     return session_message(msg)
 
 
-def _point(session, step, visible, history, state, kcfg, window, host, nudge_fn, count, fixed, action_index,
-           recovery, units) -> DecisionPoint:
-    flat = flatten(history)
-    sized = process_turn(flat, state, kcfg, 0, render_tags=host.tags, count_tokens=count).messages
-    if host.summaries == "compress-call":
-        sized = [m for m in sized if not m.id.startswith(SUMMARY_ID_PREFIX)]
-    tc = fixed + sum(count(m.text) for m in sized)
-    view = render_for_model(flat, state, kcfg, tc, host, nudge_fn, count_tokens=count)
-    kview = process_turn(flat, state, kcfg, tc, render_tags="none", count_tokens=count).messages
-    return DecisionPoint(session=session, step=step, visible=visible, flat=flat, state_before=state, view=view,
-                         kernel_view=kview, token_count=tc, window=window, kconfig=kcfg, host=host,
-                         count_tokens=count, action_index=action_index, recovery=recovery, units=units)
+def apply_action(point: DecisionPoint, label: Any, history: list[dict[str, Any]], action_id: str,
+                 cfg: LabelConfig, run_dir: str) -> tuple[CompressionState, RecoveryState | None]:
+    """Apply a compress or tool label the way a host keeps it; appends to ``history``.
+
+    Returns the new kernel state and, for a recovery tool, the recovery in progress.
+    The assistant call gets raw id ``action_id``, its result ``action_id#result``.
+    """
+    act = label.action
+    call_msg = dict(label.message)
+    call_msg["id"] = action_id
+    recovery = None
+    if act["type"] == "compress":
+        res = apply_compression(act["args"]["content"], point.flat, point.state, point.kconfig,
+                                compress_call_id=act["call_id"], count_tokens=point.count_tokens,
+                                clock_ms=lambda: 0)
+        state, result = res.state, res.text
+    elif act["type"] == "tool":
+        result, state = _run_tool(point, act, cfg, run_dir)
+        r = act.get("recovery") or {}
+        recovery = RecoveryState(list(r.get("fact_ids", [])), act["name"], result, list(r.get("blocks", [])),
+                                 r.get("hit_block") or act["args"].get("blockId"))
+    else:
+        raise ValueError(f"label action {act['type']!r} is not a compress or tool action")
+    history.append(_with_id(call_msg, action_id))
+    history.append({"role": "tool", "tool_call_id": act["call_id"], "name": act.get("name", "compress"),
+                    "content": result, "id": f"{action_id}#result"})
+    return state, recovery
 
 
 def _run_tool(point: DecisionPoint, act: dict[str, Any], cfg: LabelConfig, run_dir: str) -> tuple[str, CompressionState]:
@@ -280,9 +283,6 @@ def _sample(point: DecisionPoint, label: Any, system_prompt: str, tools: list[di
                   "voice": d.voice if point.nudge_shown else None},
         "token_count": point.token_count,
     })
-    return DecisionSample(messages, copy.deepcopy(tools), meta)
+    return DecisionSample(messages, copy.deepcopy(tools), meta, point=point, label=label)
 
-
-def sample_dicts(samples: Iterator[DecisionSample]) -> list[dict[str, Any]]:
-    return [s.to_dict() for s in samples]
 

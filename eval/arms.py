@@ -72,6 +72,7 @@ class ArmState:
     compressions_succeeded: int = 0
     kernel_errors: list[str] = field(default_factory=list)
     exchange_seq: int = 0
+    seen_len: int = -1  # history length at the last context build (the deterministic clock)
 
 
 @dataclass
@@ -298,10 +299,18 @@ def kernel_arm(state: ArmState, env: ArmEnv, mode: str = "distilled") -> View:
 
 def deterministic(state: ArmState, env: ArmEnv) -> View:
     """Every ``deterministic_every`` calls the engine folds the largest recommended range;
-    the model only writes that range's summary."""
+    the model only writes that range's summary.
+
+    The clock counts distinct history states (a rebuild of an unchanged history is not a
+    new call). The engine's compress exchange joins the history like a model's would.
+    """
     from doctrine.kernel.compress import CompressRange, apply_compression
 
-    state.calls += 1
+    if len(state.history) != state.seen_len:  # a new history state = one more call on the clock
+        state.calls += 1
+        state.seen_len = len(state.history)
+    elif state.calls:
+        return _kernel_render(state, env, None, nudges=False)[0]
     view, mv = _kernel_render(state, env, None, nudges=False)
     if state.calls % max(1, env.deterministic_every):
         return view

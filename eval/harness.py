@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from doctrine.runs import MANIFEST, atomic_write_json, read_manifest, write_manifest
+from doctrine.runs import MANIFEST, atomic_write_json, read_manifest, redact_secrets, write_manifest
 from eval.backends.base import Backend, Completion, Request
 from eval.recipe import EvalRecipe
 from eval.workloads import WORKLOADS, Case, RunContext
@@ -131,7 +131,8 @@ def run_eval(recipe: EvalRecipe, out: str | Path, *, backend: Backend | None = N
     skipped = len(jobs) - len(todo)
     if todo and (out / MANIFEST).exists():  # the recipe grew: the run is incomplete again
         (out / MANIFEST).unlink()
-    if not todo and read_manifest(out) is not None:
+    old = read_manifest(out)
+    if not todo and old is not None and old.get("config") == redact_secrets(recipe.model_dump(mode="json")):
         log(f"eval: all {len(jobs)} cases already done in {out}")
         return RunSummary(len(jobs), len(jobs), skipped, 0)
     if max_jobs is not None:

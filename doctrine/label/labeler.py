@@ -45,7 +45,8 @@ from .config import LabelConfig
 from .needed import Hindsight, facts_of, hindsight, session_index_of
 from .point import DecisionPoint
 from .ranges import Piece, cut_pieces, total_chars, viable
-from .summaries import BlockSource, compose_tier, compose_tier1
+from .summaries import compose_tier1
+from .tiers import BlockSource, compose_tier
 
 LABELER_ID = "doctrine-labeler"
 LABELER_VERSION = "1.0.0"
@@ -133,6 +134,18 @@ def _topic(msgs: list[Any]) -> str:
                     names.append(base)
     if names:
         return "work on " + ", ".join(names[:2])
+    cmds: list[str] = []
+    for m in msgs:
+        if m.content_type == "tool-call":
+            mt = re.search(r'"command":\s*"([^"]{1,200})', m.text)
+            if mt:
+                words = [w for w in re.split(r"[\s&|;]+", mt.group(1)) if w and not w.startswith(("-", "/", "cd"))]
+                if words:
+                    c = " ".join(words[:2])
+                    if c not in cmds:
+                        cmds.append(c)
+    if cmds:
+        return "ran " + ", ".join(cmds[:2])
     tools = sorted({m.tool_name for m in msgs if m.tool_name})
     return (" and ".join(tools[:2]) + " output") if tools else "earlier discussion"
 
@@ -258,7 +271,8 @@ def _tier(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: Lab
     probe = _dry_run(point, [{"startId": first, "endId": last, "summary": _PLACEHOLDER}])
     new = probe.state.block(probe.new_block_ids[0])
     srcs = [point.state.block(b) for b in new.direct_block_ids]
-    blocks = [BlockSource(b.block_id, b.tier, b.summary, b.topic, b.compressed_tokens) for b in srcs if b]
+    blocks = [BlockSource(b.block_id, b.tier, b.summary, b.topic, b.compressed_tokens, len(b.effective_message_ids))
+              for b in srcs if b]
     raw = [point.by_id[i] for i in new.direct_message_ids if i in point.by_id]
     texts = [b.summary for b in blocks] + [m.text for m in raw]
     needed = [f.text for f in hs.needed_facts if any(f.text in t for t in texts)]

@@ -84,3 +84,36 @@ class DecisionPoint:
         for m in self.flat:
             out.setdefault(m.id, m)
         return out
+
+
+def build_point(session: Any, step: int, visible: int, history: list[dict[str, Any]], state: CompressionState,
+                kconfig: KernelConfig, window: int, *, host: HostConfig | None = None, nudge_text: Any = None,
+                count_tokens: CountTokens | None = None, fixed_tokens: int = 0, action_index: int = 0,
+                recovery: RecoveryState | None = None, units: list[int] | None = None) -> DecisionPoint:
+    """Run the kernel over ``history`` (chat dicts with raw ids) the way a host would.
+
+    Three passes over the same input: one to size the request (``fixed_tokens`` for the
+    system prompt and tool schemas, plus the rendered view), ``render_for_model`` with that
+    size (nudge and tags as ``host`` sends them), and an untagged pass whose sizes the
+    labeler reads. ``nudge_text``: ``doctrine.prompts.nudge_text_for(doctrine, mode)``.
+    """
+    from doctrine.kernel.chat import flatten
+    from doctrine.kernel.host import render_for_model
+    from doctrine.kernel.pipeline import process_turn
+    from doctrine.kernel.state import SUMMARY_ID_PREFIX
+
+    from .needed import tool_units
+
+    host = host or HostConfig()
+    count = count_tokens or default_count_tokens
+    flat = flatten(history)
+    sized = process_turn(flat, state, kconfig, 0, render_tags=host.tags, count_tokens=count).messages
+    if host.summaries == "compress-call":
+        sized = [m for m in sized if not m.id.startswith(SUMMARY_ID_PREFIX)]
+    tc = fixed_tokens + sum(count(m.text) for m in sized)
+    view = render_for_model(flat, state, kconfig, tc, host, nudge_text, count_tokens=count)
+    kview = process_turn(flat, state, kconfig, tc, render_tags="none", count_tokens=count).messages
+    return DecisionPoint(session=session, step=step, visible=visible, flat=flat, state_before=state, view=view,
+                         kernel_view=kview, token_count=tc, window=window, kconfig=kconfig, host=host,
+                         count_tokens=count, action_index=action_index, recovery=recovery,
+                         units=units if units is not None else tool_units(session.messages))

@@ -8,9 +8,7 @@ tokens, capped at the doctrine's ``tier1_max_tokens``; when over it, the lowest-
 lines go first (DROP notes, state lines, then low-salience items while every class stays
 above its minimum recall). Needed facts are never trimmed.
 
-Tier 2/3 (a run of blocks): one ``Source: bN (XK→YK tok, Zx). [topic]`` header per source
-block, then 3-5 distilled bullets (tier 2, 50-150 tokens per source) or 1-3 index facts
-``[artifact] — outcome`` (tier 3, 30-60 tokens per source), sizes from ``doctrine.limits``.
+Tiers 2 and 3 are in :mod:`doctrine.label.tiers`.
 
 Every summary is checked with ``check_summary``; a failing one is repaired once by adding
 the KEEP items the report lists as missed, and is rejected (``passed=False``) if it still
@@ -27,9 +25,8 @@ from typing import Any
 from doctrine.conform import check_summary, extract_keep_items
 from doctrine.conform.patterns import norm
 from doctrine.kernel.messages import Message
-from doctrine.render import fill_disclosures
-from doctrine.kernel.tags import format_tokens
 from doctrine.kernel.tokens import CountTokens
+from doctrine.render import fill_disclosures
 
 from . import phrasing as ph
 from .config import LabelConfig
@@ -130,10 +127,17 @@ def render(entries: list[Entry], style: Style) -> str:
 
 
 # ---------------------------------------------------------------------- tier 1
-def _dedupe_add(entries: list[Entry], new: Entry) -> None:
-    if fill_disclosures(new.text):
-        # A percentage (a test runner's progress, say) reads like a fill ratio: never
-        # write one into a label (doctrine mechanic ii).
+def discloses(text: str, source_text: str) -> bool:
+    """True if ``text`` holds a fill-ratio-like phrase that is not a quote of the source.
+
+    A percentage the task itself printed ("rate limit at 82% of quota") is a KEEP value;
+    anything else that reads like a fill ratio never goes into a label (mechanic ii).
+    """
+    return any(h not in source_text for h in fill_disclosures(text))
+
+
+def _dedupe_add(entries: list[Entry], new: Entry, source_text: str = "") -> None:
+    if discloses(new.text, source_text):
         return
     key = norm(new.text).lower()
     for e in entries:
@@ -175,10 +179,11 @@ def _what(call: Message | None, result: Message) -> str:
 def tier1_entries(src: list[dict[str, Any]], messages: list[Message], state: Any, facts: list[tuple[str, str, bool]],
                   doctrine: Any, count: CountTokens, config: LabelConfig, style: Style) -> list[Entry]:
     entries: list[Entry] = []
+    source_text = "\n".join(m.text for m in messages)
     items = extract_keep_items(src, doctrine=doctrine)
     for cls, section in CLASS_SECTION.items():
         for it in items.get(cls, []):
-            _dedupe_add(entries, Entry(section, it.text, it.salience, cls, item=True))
+            _dedupe_add(entries, Entry(section, it.text, it.salience, cls, item=True), source_text)
     kind_cls = {"user_intent": "user_intent", "decisions": "decisions", "open_questions": "open_questions",
                 "paths_with_lines": "paths_with_lines", "signatures": "signatures", "error_strings": "error_strings",
                 "exact_values": "exact_values"}
@@ -186,7 +191,7 @@ def tier1_entries(src: list[dict[str, Any]], messages: list[Message], state: Any
         if not needed and not config.keep_session_facts:
             continue
         cls = kind_cls.get(kind, "exact_values")
-        _dedupe_add(entries, Entry(CLASS_SECTION[cls], " ".join(text.split()), 0.6, cls, must=needed))
+        _dedupe_add(entries, Entry(CLASS_SECTION[cls], " ".join(text.split()), 0.6, cls, must=needed), source_text)
     # Conclusions: the first sentence of the agent's own remarks (not decisions already listed).
     n_state = 0
     for m in messages:
@@ -194,7 +199,7 @@ def tier1_entries(src: list[dict[str, Any]], messages: list[Message], state: Any
                 and session_index_of(m.id) is not None):  # not the labeler's own lead lines
             first = ph.short(re.split(r"(?<=[.!?])\s", m.text.strip(), maxsplit=1)[0], 110)
             if len(first) >= 12:
-                _dedupe_add(entries, Entry("state", first, 0.3))
+                _dedupe_add(entries, Entry("state", first, 0.3), source_text)
                 n_state += 1
     # One DROP note per significant tool output (notes that differ only in digits merge).
     calls = {m.tool_call_id: m for m in messages if m.content_type == "tool-call"}
@@ -279,7 +284,8 @@ def compose_tier1(messages: list[Message], state: Any, facts: list[tuple[str, st
     for name, cr in rep.classes.items():
         if name in CLASS_SECTION:
             for miss in cr.missed:  # (_dedupe_add skips anything that reads as a fill ratio)
-                _dedupe_add(entries, Entry(CLASS_SECTION[name], miss, 0.9, name, must=True, item=True))
+                _dedupe_add(entries, Entry(CLASS_SECTION[name], miss, 0.9, name, must=True, item=True),
+                            "\n".join(m.text for m in messages))
     text = _pad(render(entries, style), doctrine)
     rep2 = check_summary(src, text, tier=1, doctrine=doctrine, count_tokens=count)
     missed = [m for cr in rep2.classes.values() for m in cr.missed]
@@ -291,151 +297,3 @@ def _pad(text: str, doctrine: Any) -> str:
     if len(text.strip()) >= lo:
         return text
     return (text + "\nConsumed output only; nothing in it is needed for the next steps.").strip()
-
-
-# ---------------------------------------------------------------------- tiers 2 and 3
-@dataclass
-class BlockSource:
-    block_id: str
-    tier: int
-    summary: str
-    topic: str | None
-    compressed_tokens: int
-
-
-def source_header(b: BlockSource, count: CountTokens) -> str:
-    s_tok = max(1, count(b.summary))
-    ratio = max(1, round(b.compressed_tokens / s_tok)) if b.compressed_tokens else 1
-    topic = b.topic or "untitled"
-    return f"Source: {b.block_id} ({format_tokens(b.compressed_tokens)}→{format_tokens(s_tok)} tok, {ratio}x). [{topic}]"
-
-
-_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
-_DECISION = re.compile(r"\b(?:because|since|so that|instead of|rather than|decided|chose)\b", re.I)
-_ERROR = re.compile(r"Error\b|Exception\b|FAILED|\bfailed\b|::test|error TS\d+")
-_PATH_LINE = re.compile(r"[\w./-]+\.\w{1,5}:\d+")
-_INTENT = re.compile(r"\b(?:must|do not|don't|never|always|only|keep|constraint|goal)\b", re.I)
-
-
-def source_bullets(summary: str) -> list[tuple[int, str]]:
-    """(category, text) of a block summary's content lines, most important category first.
-
-    Categories: 0 goal/constraints and decisions with a reason, 1 errors and failing tests,
-    2 paths with lines, 3 code, 4 anything else. DROP notes (``mNNNNN: ...``), ref lines
-    and ``Source:`` headers are process and are left out.
-    """
-    lines = summary.split("\n")
-    bullets = [m.group(1) for m in (_BULLET.match(ln) for ln in lines) if m]
-    if not bullets:
-        bullets = [ln.strip() for ln in lines if len(ln.strip()) >= 12]
-    out = []
-    for b in bullets:
-        t = b.strip()
-        if (re.match(r"^m\d{5}\b", t) or t.lower().startswith("source:") or fill_disclosures(t)
-                or len(t) < 6):
-            continue
-        if _DECISION.search(t) or _INTENT.search(t):
-            cat = 0
-        elif _ERROR.search(t):
-            cat = 1
-        elif _PATH_LINE.search(t):
-            cat = 2
-        elif t.startswith("`"):
-            cat = 3
-        else:
-            cat = 4
-        out.append((cat, t))
-    return out
-
-
-def _round_robin(cands: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    """Candidates interleaved across categories (most important first), so a distilled
-    source keeps a decision and an error, not five paths."""
-    by: dict[int, list[tuple[int, str]]] = {}
-    for c in sorted(cands, key=lambda c: c[0]):
-        by.setdefault(c[0], []).append(c)
-    out = []
-    while any(by.values()):
-        for cat in sorted(by):
-            if by[cat]:
-                out.append(by[cat].pop(0))
-    return out
-
-
-def _words(text: str, n: int) -> str:
-    w = text.split()
-    return " ".join(w[:n])
-
-
-def _tier2_part(b: BlockSource, bullet: str, lo: int, aim: int, count: CountTokens) -> list[str]:
-    lines = [source_header(b, count)]
-    for _cat, text in _round_robin(source_bullets(b.summary)):
-        if len(lines) > 5 and count("\n".join(lines)) >= lo:
-            break
-        if any(norm(text) == norm(x[len(bullet):]) for x in lines[1:]):
-            continue
-        cand = lines + [bullet + ph.short(text, 180)]
-        if count("\n".join(cand)) <= aim or count("\n".join(lines)) < lo or len(lines) < 4:
-            lines = cand
-    return lines
-
-
-def _tier3_part(b: BlockSource, bullet: str, aim: int, count: CountTokens) -> list[str]:
-    lines = [source_header(b, count)]
-    cands = source_bullets(b.summary)
-    arts = []
-    for _c, t in cands:
-        for m in _PATH_LINE.finditer(t):
-            if m.group(0) not in arts:
-                arts.append(m.group(0))
-    outcomes = [t for c, t in cands if c in (0, 1)] + [t for c, t in cands if c == 4]
-    for i, outcome in enumerate(outcomes[:3]):
-        art = arts[i] if i < len(arts) else (b.topic or b.block_id)
-        fact = f"{bullet}[{art}] — {_words(outcome, 8)}"
-        if i >= 1 and count("\n".join(lines + [fact])) > aim:
-            break
-        lines.append(fact)
-    if len(lines) == 1:
-        lines.append(f"{bullet}[{arts[0] if arts else (b.topic or b.block_id)}] — details in {b.block_id}")
-    return lines
-
-
-def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state: Any,
-                 needed_facts: list[str], doctrine: Any, rng: random.Random, count: CountTokens) -> SummaryOutcome:
-    """A tier-2 (distil) or tier-3 (condense) summary of ``blocks`` (+ ``raw`` messages between them)."""
-    target = doctrine.limits["tier_targets"][str(tier)]
-    lo_per, hi_per = int(target["min_tokens_per_source"]), int(target["max_tokens_per_source"])
-    k = max(1, len(blocks))
-    hi_total = k * hi_per
-    aim_per = (lo_per + hi_per) // 2 if tier == 2 else int(0.75 * hi_per)
-    bullet = rng.choice(ph.BULLETS)
-    parts: list[list[str]] = []
-    for b in blocks:
-        if tier == 2:
-            parts.append(_tier2_part(b, bullet, lo_per + 8, aim_per, count))
-        else:
-            parts.append(_tier3_part(b, bullet, aim_per, count))
-    if raw:
-        refs = [state.by_raw.get(m.id, m.id) for m in raw]
-        parts.append([f"Also folded: {refs[0]}–{refs[-1]} ({len(raw)} msgs between the source blocks)"])
-    for fact in needed_facts:
-        parts[-1].append(bullet + " ".join(fact.split()))
-    text = "\n".join("\n".join(p) for p in parts)
-    src = [{"id": b.block_id, "role": "assistant", "content_type": "text", "text": b.summary} for b in blocks]
-    src += source_dicts(raw, state)
-    rep = check_summary(src, text, tier=tier, doctrine=doctrine, count_tokens=count)
-    if rep.passed:
-        return SummaryOutcome(text, True, rep, tier=tier)
-    # Repair: add missed items while the size target allows.
-    add = [m for name, cr in rep.classes.items() if name != "message_refs" for m in cr.missed]
-    lines = text.split("\n")
-    for miss in add:
-        if fill_disclosures(miss) or any(norm(miss) in norm(x) for x in lines):
-            continue
-        cand = lines + [bullet + miss]
-        if count("\n".join(cand)) <= hi_total:
-            lines = cand
-    text2 = "\n".join(lines)
-    rep2 = check_summary(src, text2, tier=tier, doctrine=doctrine, count_tokens=count)
-    missed = [m for cr in rep2.classes.values() for m in cr.missed]
-    return SummaryOutcome(text2, bool(rep2.passed), rep2, repaired=True, tier=tier, missed=missed)

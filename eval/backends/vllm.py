@@ -36,7 +36,8 @@ class VLLMBackend(Backend):
         self.llm = LLM(model=str(resolved.path), enable_lora=bool(adapter_dir), max_lora_rank=max_lora_rank,
                        max_loras=1, max_model_len=max_model_len, enable_prefix_caching=True, seed=0,
                        gpu_memory_utilization=gpu_memory_utilization,
-                       tensor_parallel_size=tensor_parallel_size)
+                       tensor_parallel_size=tensor_parallel_size,
+                       disable_log_stats=False)  # keeps the prefix-cache counters for stats()
 
     def render(self, request: Request) -> str:
         from train.tool_format import normalise_tool_calls

@@ -140,6 +140,8 @@ def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dic
     from doctrine.conform import check_summary
 
     pred = classify(reply, nudge_present)
+    if parse_errors and not reply.get("tool_calls"):
+        pred = "invalid"  # an unparseable call is no decision at all, not a refusal
     names = {t.get("function", {}).get("name") for t in tools}
     valid = not parse_errors
     for c in reply.get("tool_calls") or []:

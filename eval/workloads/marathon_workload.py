@@ -1,0 +1,249 @@
+"""The Session Marathon as a workload of the eval harness (``WORKLOADS["marathon"]``).
+
+Driver mode ``scripted``: the marathon Session goes through ``eval.workloads.scripted``
+(the workload supplies the task actions; the model under test makes the compression
+decisions and answers the probes; every scripted step is a billed call whose prompt is the
+arm's visible context; re-fetches are counted there). This module adds the marathon's own
+grading on top of that run:
+
+- probe items: each item is correct when one of its accepted strings occurs in the answer
+  with word boundaries (after whitespace normalisation); reported as correct / total, per
+  probe kind and for the deep-recall probes apart (the pilot's "78/84");
+- phase variant: each migration step's answer is graded against the plan (execution
+  fidelity = share of the step's plan items it names); a step missing any item is an
+  execution error;
+- summaries: every summary the model wrote (compress calls, auto-compaction and engine
+  summaries) is scored with ``doctrine.conform.check_summary`` against its source range.
+
+Settings: ``seeds`` (default ``[0]``), ``passes`` (6), ``variants`` (``["repetitive"]``,
+also ``"phase"``), ``size`` (``demo`` / ``small`` / ``full`` / ``large``) or
+``tool_output_lines`` + ``extra_tests``. Driver mode ``agentic`` lives in
+``eval.workloads.agentic``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from eval.backends.base import Backend, Completion, Request
+from eval.workloads.base import Case, RunContext
+from eval.workloads.marathon import SIZES, MarathonSize, marathon_session
+
+__all__ = ["MarathonWorkload", "SummaryRecorder", "grade_items", "item_correct", "marathon_grades"]
+
+_TAG_REF = re.compile(r'<acp tokens="[^"]*" type="[^"]*">(m\d+)</acp>')
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text or "").strip()
+
+
+def item_correct(answer: str, accept: list[str]) -> bool:
+    """One accepted string occurs in ``answer`` not glued to a word character on either side."""
+    a = _norm(answer)
+    for cand in accept:
+        c = _norm(cand)
+        if c and re.search(r"(?<![\w])" + re.escape(c) + r"(?![\w])", a):
+            return True
+    return False
+
+
+def grade_items(answer: str, items: list[dict[str, Any]]) -> list[bool]:
+    return [item_correct(answer, it.get("accept") or []) for it in items]
+
+
+def answer_text(call: dict[str, Any]) -> str:
+    """What a call record says: its raw text plus the decoded string values of its tool calls."""
+    parts = [call.get("raw_text") or ""]
+    for c in call.get("tool_calls") or []:
+        raw = (c.get("function") or {}).get("arguments") or ""
+        parts.append(raw if isinstance(raw, str) else json.dumps(raw))
+        try:
+            stack = [json.loads(raw) if isinstance(raw, str) else raw]
+        except ValueError:
+            continue
+        while stack:
+            v = stack.pop()
+            if isinstance(v, str):
+                parts.append(v)
+            elif isinstance(v, dict):
+                stack.extend(v.values())
+            elif isinstance(v, list):
+                stack.extend(v)
+    return "\n".join(parts)
+
+
+def marathon_grades(session: Any, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """Item-level probe grades and phase-step fidelity from a scripted run's call records."""
+    meta = session.meta
+    by_step = {c.get("step"): c for c in calls if c.get("purpose") == "probe"}
+    probes, phase = [], []
+    for key, items in sorted(meta.get("probe_items", {}).items(), key=lambda kv: int(kv[0])):
+        step = int(key)
+        call = by_step.get(step)
+        text = answer_text(call) if call else ""
+        ok = grade_items(text, items)
+        if key in meta.get("phase_steps", {}):
+            info = meta["phase_steps"][key]
+            phase.append({"step": step, "migration_step": info["migration_step"], "items": len(ok),
+                          "correct": sum(ok), "fidelity": sum(ok) / len(ok) if ok else 1.0,
+                          "error": not all(ok), "asked": call is not None})
+        else:
+            info = meta.get("probes", {}).get(key, {})
+            probes.append({"step": step, "probe": info.get("probe"), "pass": info.get("pass"),
+                           "deep": bool(info.get("deep")), "items": len(ok), "correct": sum(ok),
+                           "asked": call is not None, "answer": text[:500]})
+    out: dict[str, Any] = {
+        "probe_items": sum(p["items"] for p in probes),
+        "probe_items_correct": sum(p["correct"] for p in probes),
+        "deep_items": sum(p["items"] for p in probes if p["deep"]),
+        "deep_items_correct": sum(p["correct"] for p in probes if p["deep"]),
+    }
+    out["probe_score"] = out["probe_items_correct"] / out["probe_items"] if out["probe_items"] else None
+    kinds: dict[str, list[int]] = {}
+    for p in probes:
+        k = kinds.setdefault(str(p["probe"]), [0, 0])
+        k[0] += p["correct"]
+        k[1] += p["items"]
+    out["by_probe"] = {k: {"correct": c, "items": n} for k, (c, n) in sorted(kinds.items())}
+    if phase:
+        out["phase_steps"] = len(phase)
+        out["exec_errors"] = sum(1 for p in phase if p["error"])
+        out["execution_fidelity"] = sum(p["fidelity"] for p in phase) / len(phase)
+    return {"metrics": out, "probes": probes, "phase": phase}
+
+
+# ---------------------------------------------------------------------------- summaries
+
+
+class SummaryRecorder(Backend):
+    """Passes calls through to ``inner`` and keeps every summary the model wrote, with its
+    source messages, so their conformance can be scored after the run."""
+
+    def __init__(self, inner: Backend, summary_prompt: str):
+        self.inner, self.name, self.summary_prompt = inner, inner.name, summary_prompt
+        self.summaries: list[dict[str, Any]] = []
+
+    def complete(self, request: Request) -> Completion:
+        comp = self.inner.complete(request)
+        try:
+            self._record(request, comp)
+        except Exception as exc:  # noqa: BLE001 - grading must never break the run
+            self.summaries.append({"kind": "unreadable", "error": str(exc)})
+        return comp
+
+    def _record(self, request: Request, comp: Completion) -> None:
+        msgs = request.messages
+        if msgs and msgs[-1].get("role") == "user" and msgs[-1].get("content") == self.summary_prompt:
+            self.summaries.append({"kind": "compaction", "source": msgs[:-1],
+                                   "summary": comp.message.get("content") or ""})
+        for call in comp.message.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            if fn.get("name") != "compress":
+                continue
+            try:
+                args = json.loads(fn.get("arguments") or "{}")
+            except ValueError:
+                self.summaries.append({"kind": "compress", "error": "arguments are not JSON"})
+                continue
+            for r in (args.get("content") or []) if isinstance(args, dict) else []:
+                if not isinstance(r, dict):
+                    continue
+                src = _range_source(msgs, str(r.get("startId", "")), str(r.get("endId", "")))
+                self.summaries.append({"kind": "compress", "source": src, "summary": str(r.get("summary") or ""),
+                                       **({} if src else {"error": "range not found in the prompt"})})
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def stats(self) -> dict[str, Any]:
+        return self.inner.stats()
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+
+def _ref(text: str) -> str | None:
+    m = re.fullmatch(r"[mM]0*(\d{1,6})", text.strip())
+    return f"m{int(m.group(1)):05d}" if m else None
+
+
+def _range_source(msgs: list[dict[str, Any]], start: str, end: str) -> list[dict[str, Any]] | None:
+    a, b = _ref(start), _ref(end)
+    if not a or not b:
+        return None
+    pos = {}
+    for i, m in enumerate(msgs):
+        for ref in _TAG_REF.findall(m.get("content") or "" if isinstance(m.get("content"), str) else ""):
+            pos.setdefault(ref, i)
+    if a not in pos or b not in pos or pos[a] > pos[b]:
+        return None
+    return msgs[pos[a]:pos[b] + 1]
+
+
+def conformance(summaries: list[dict[str, Any]], doctrine: Any = None) -> dict[str, Any]:
+    """Mean ``check_summary`` score and pass count over the recorded summaries."""
+    from doctrine.conform import check_summary
+
+    scores, passed, unscored = [], 0, 0
+    for s in summaries:
+        if not s.get("source") or "summary" not in s:
+            unscored += 1
+            continue
+        try:
+            rep = check_summary(s["source"], s["summary"], doctrine=doctrine)
+        except Exception:  # noqa: BLE001 - a summary the checker cannot read is counted, not fatal
+            unscored += 1
+            continue
+        scores.append(rep.score)
+        passed += bool(rep.passed)
+    return {"summaries": len(summaries), "summaries_scored": len(scores), "summaries_passed": passed,
+            "summaries_unscored": unscored,
+            "summary_conformance": sum(scores) / len(scores) if scores else None}
+
+
+# ---------------------------------------------------------------------------- the workload
+
+
+class MarathonWorkload:
+    name = "marathon"
+
+    def __init__(self, settings: dict[str, Any], base_dir: Path | None = None):
+        self.settings = dict(settings)
+        seeds = self.settings.get("seeds", [0])
+        variants = self.settings.get("variants", [self.settings.get("variant", "repetitive")])
+        passes = int(self.settings.get("passes", 6))
+        size: str | MarathonSize = self.settings.get("size", "full")
+        if "tool_output_lines" in self.settings or "extra_tests" in self.settings:
+            base = SIZES[size] if isinstance(size, str) and size in SIZES else SIZES["full"]
+            size = MarathonSize(int(self.settings.get("tool_output_lines", base.tool_output_lines)),
+                                int(self.settings.get("extra_tests", base.extra_tests)))
+        self.sessions = [marathon_session(int(s), passes, v, size) for v in variants for s in seeds]
+
+    def cases(self) -> list[Case]:
+        return [Case(s.session_id, s) for s in self.sessions]
+
+    def supports(self, arm: str) -> bool:
+        from eval.arms import ARMS
+
+        return arm in ARMS
+
+    def run_case(self, case: Case, arm: str, seed: int, ctx: RunContext) -> dict[str, Any]:
+        from dataclasses import replace
+
+        from eval.arms import SUMMARY_PROMPT
+        from eval.workloads.scripted import run_session
+
+        recorder = SummaryRecorder(ctx.backend, SUMMARY_PROMPT)
+        result = run_session(case.payload, arm, seed, replace(ctx, backend=recorder))
+        grades = marathon_grades(case.payload, result["calls"])
+        conf = conformance(recorder.summaries, ctx.doctrine)
+        result["metrics"].update({k: v for k, v in grades["metrics"].items() if k != "by_probe"})
+        result["metrics"].update(conf)
+        result.update(workload="marathon", variant=case.payload.meta.get("variant"),
+                      marathon={"by_probe": grades["metrics"]["by_probe"], "probes": grades["probes"],
+                                "phase": grades["phase"]})
+        return result

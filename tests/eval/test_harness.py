@@ -1,0 +1,118 @@
+"""The harness: resumable runs, manifests only when complete, malformed output counted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from doctrine.config import load_config
+from doctrine.runs import read_manifest
+from eval.backends.base import Backend, BackendError, Completion, reply_from_text
+from eval.harness import load_results, plan, run_eval
+from eval.recipe import EvalRecipe
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = ROOT / "configs/eval/smoke.yaml"
+
+
+def recipe(**over) -> EvalRecipe:
+    items = [f"{k}={json.dumps(v)}" for k, v in over.items()]
+    return load_config(SMOKE, EvalRecipe, items)
+
+
+def test_plan_covers_every_arm_case_window_seed():
+    r = recipe(seeds=[0, 1], windows=[4000, 6000])
+    jobs = plan(r, SMOKE.parent)
+    scripted = [j for j in jobs if j.workload == "scripted"]
+    held = [j for j in jobs if j.workload == "held_out"]
+    assert len(scripted) == 11 * 2 * 2 * 2 and len(held) == 3 * 6 * 2 * 2
+    assert len({(j.arm, j.case_id, j.seed) for j in jobs}) == len(jobs)
+
+
+def test_kill_and_resume(tmp_path):
+    r = recipe(arms=["full", "n_latest_10", "base_slim"], concurrency=1)
+    out = tmp_path / "eval"
+    first = run_eval(r, out, base_dir=SMOKE.parent, max_jobs=3, log=lambda s: None)
+    assert first.ran == 3 and not first.complete
+    assert read_manifest(out) is None  # interrupted: no manifest
+    status = json.loads((out / "status.json").read_text())
+    assert status["complete"] is False and status["done"] == 3
+    files = sorted(out.glob("cases/*/*.json"))
+    before = {p: p.read_bytes() for p in files}
+    second = run_eval(r, out, base_dir=SMOKE.parent, log=lambda s: None)
+    assert second.skipped == 3 and second.ran == second.total - 3 and second.complete
+    assert all(p.read_bytes() == b for p, b in before.items())  # finished cases were not redone
+    m = read_manifest(out)
+    assert m is not None and m["counts"]["cases"] == second.total
+    assert m["doctrine"]["version"] == "v1" and m["config"]["backend"]["name"] == "oracle"
+    third = run_eval(r, out, base_dir=SMOKE.parent, log=lambda s: None)
+    assert third.ran == 0 and third.complete
+    # Growing the recipe makes the run incomplete again until the new cases are done.
+    bigger = recipe(arms=["full", "n_latest_10", "base_slim"], seeds=[0, 1])
+    run_eval(bigger, out, base_dir=SMOKE.parent, max_jobs=1, log=lambda s: None)
+    assert read_manifest(out) is None
+
+
+class Garbage(Backend):
+    """Answers every call with unparseable or invalid tool calls, in turn."""
+
+    name = "garbage"
+
+    def __init__(self):
+        self.n = 0
+
+    def _complete(self, request):
+        self.n += 1
+        texts = ['<tool_call>\n{"name": "compress", "arguments": {bad json\n</tool_call>',
+                 '<tool_call>\n{"name": "compress", "arguments": {"content": [{"startId": "m99999", "endId": "m99998", "summary": "' + "x" * 80 + '"}]}}\n</tool_call>',
+                 '<tool_call>\n{"name": "compress", "arguments": {"content": []}}\n</tool_call>']
+        return reply_from_text(texts[self.n % 3], prompt_tokens=10, completion_tokens=5, latency_s=0.0)
+
+
+def test_malformed_outputs_are_counted_not_fatal(tmp_path):
+    r = recipe(arms=["base_slim", "auto_compact"])
+    s = run_eval(r, tmp_path / "eval", backend=Garbage(), base_dir=SMOKE.parent, log=lambda s: None)
+    assert s.complete
+    res = [x for x in load_results(tmp_path / "eval") if x["workload"] == "scripted" and x["arm"] == "base_slim"]
+    assert res
+    m = res[0]["metrics"]
+    assert m["malformed_calls"] > 0 and m["kernel_errors"] > 0
+    assert m["compressions_succeeded"] == 0 and m["compressions_attempted"] > 0
+    calls = [c for c in res[0]["calls"] if c["real"]]
+    assert any(c["parse_errors"] for c in calls) and any(c["kernel_errors"] for c in calls)
+    assert all("raw_text" in c and "latency_s" in c for c in calls)
+    held = [x for x in load_results(tmp_path / "eval") if x["workload"] == "held_out"]
+    assert held
+    for x in held:  # each reply is unparseable, an empty compress, or compresses refs that are not there
+        assert x["metrics"]["tool_call_valid"] is False or x["metrics"]["range_valid"] is False
+        assert x["metrics"]["kind_correct"] == (x["metrics"]["label_kind"] == x["metrics"]["pred_kind"])
+
+
+class Broken(Backend):
+    name = "broken"
+
+    def _complete(self, request) -> Completion:
+        raise BackendError("server is down")
+
+
+def test_a_failing_backend_leaves_the_run_incomplete(tmp_path):
+    r = recipe(arms=["full"])
+    s = run_eval(r, tmp_path / "eval", backend=Broken(), base_dir=SMOKE.parent, log=lambda s: None)
+    assert not s.complete and s.failed
+    assert read_manifest(tmp_path / "eval") is None
+    assert json.loads((tmp_path / "eval/status.json").read_text())["complete"] is False
+
+
+def test_recipe_validation():
+    from doctrine.config import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown arms"):
+        load_config(SMOKE, EvalRecipe, ["arms=[full, magic]"])
+    with pytest.raises(ConfigError, match="api_key_env"):
+        load_config(SMOKE, EvalRecipe, ["backend.settings={api_key: sk-123}"])
+    with pytest.raises(ConfigError, match="adapter_dir"):
+        load_config(SMOKE, EvalRecipe, ["backend.name=hf", "backend.model=tiny:smollm2-135m-instruct"])
+    with pytest.raises(ConfigError, match="unknown key"):
+        load_config(SMOKE, EvalRecipe, ["windowz=[1]"])

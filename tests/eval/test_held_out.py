@@ -1,0 +1,114 @@
+"""Held-out decisions on a tiny project-made parquet split."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from doctrine.render import EXAMPLE_VIEWS, render_nudge, render_system_prompt
+from eval.backends.oracle import OracleBackend
+from eval.workloads.base import RunContext
+from eval.workloads.fixtures import held_out_rows
+from eval.workloads.held_out import HeldOutWorkload, classify, load_rows, run_row
+from eval.workloads.nudges import parse_nudge, rerender_context
+
+
+@pytest.fixture()
+def data_dir(tmp_path, doctrine):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = held_out_rows(doctrine, 6)
+    # data_gen stores tools as a JSON string; parquet structs add None for absent keys.
+    table = pa.Table.from_pylist([{**r, "tools": json.dumps(r["tools"])} for r in rows])
+    (tmp_path / "test").mkdir()
+    pq.write_table(table, tmp_path / "test" / "shard-00000.parquet")
+    return tmp_path
+
+
+def test_parquet_rows_round_trip(data_dir, doctrine):
+    rows = load_rows(data_dir, "test")
+    want = held_out_rows(doctrine, 6)
+    assert len(rows) == 6
+    for got, exp in zip(rows, want):
+        assert got["messages"] == exp["messages"] and got["tools"] == exp["tools"]
+        assert got["meta"]["kind"] == exp["meta"]["kind"]
+    with pytest.raises(ValueError, match="no"):
+        load_rows(data_dir, "validation")
+
+
+def test_oracle_is_the_upper_reference(data_dir, doctrine):
+    wl = HeldOutWorkload({"data_dir": str(data_dir), "split": "test"})
+    ctx = RunContext(OracleBackend(), doctrine)
+    for case in wl.cases():
+        for arm in ("doctrine", "base_slim", "distilled"):
+            m = wl.run_case(case, arm, 0, ctx)["metrics"]
+            assert m["kind_correct"] and m["tool_call_valid"]
+            if m["label_kind"] == "compress":
+                assert m["range_valid"] and m["range_overlap"] == 1.0 and "conformance_score" in m
+    assert not wl.supports("full") and wl.supports("distilled")
+
+
+def test_wrong_decisions_are_scored_down(doctrine):
+    rows = held_out_rows(doctrine, 3)  # compress, refusal, ordinary
+
+    def always_compress_elsewhere(req):
+        args = {"content": [{"startId": "m00001", "endId": "m00007", "summary": "s" * 60}]}
+        return {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "z", "type": "function", "function": {"name": "compress", "arguments": json.dumps(args)}}]}
+
+    ctx = RunContext(OracleBackend(policy=always_compress_elsewhere), doctrine)
+    out = [run_row(r, "base_slim", ctx)["metrics"] for r in rows]
+    assert [m["kind_correct"] for m in out] == [True, False, False]
+    assert out[0]["range_valid"] is False  # m00007 is not in the context
+    assert 0 < out[0]["range_overlap"] < 1
+
+
+def test_doctrine_arm_rerenders_system_prompt_and_nudge(doctrine):
+    row = held_out_rows(doctrine, 1)[0]
+    ctx = RunContext(OracleBackend(), doctrine)
+    seen = {}
+
+    def spy(req):
+        seen["messages"] = req.messages
+        seen["tools"] = req.tools
+        return req.meta["target"]
+
+    ctx.backend = OracleBackend(policy=spy)
+    res = run_row(row, "doctrine", ctx)
+    assert res["rerender"] == {"system": "rerendered", "nudge": "rerendered", "nudge_present": True}
+    assert seen["messages"][0]["content"] == render_system_prompt(doctrine, "doctrine")
+    assert seen["messages"][-1]["content"] != row["messages"][-2]["content"]
+    assert doctrine.text("philosophy", "doctrine") in seen["messages"][-1]["content"]
+    assert seen["tools"][0]["function"]["description"] == doctrine.text("tool-compress", "doctrine")
+    slim = run_row(row, "base_slim", ctx)
+    assert slim["metrics"]["prompt_tokens"] < res["metrics"]["prompt_tokens"]
+    assert slim["metrics"]["doctrine_tokens"] < res["metrics"]["doctrine_tokens"]
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_VIEWS))
+@pytest.mark.parametrize("mode", ["distilled", "doctrine"])
+def test_nudges_parse_back_losslessly(doctrine, name, mode):
+    view = EXAMPLE_VIEWS[name]
+    text = render_nudge(view, doctrine, mode)
+    parsed = parse_nudge(text, doctrine, mode)
+    assert parsed is not None
+    other = "doctrine" if mode == "distilled" else "distilled"
+    assert render_nudge(parsed, doctrine, other) == render_nudge(view, doctrine, other)
+
+
+def test_unparseable_nudge_is_kept_and_noted(doctrine):
+    msgs = [{"role": "system", "content": "custom host prompt"},
+            {"role": "user", "content": "Compressible ranges (1, oldest first):\n  garbage line here"}]
+    out, notes = rerender_context(msgs, doctrine, "distilled", "doctrine", {})
+    assert notes["nudge"] == "fallback" and out[-1] == msgs[-1]
+    assert notes["system"] == "fallback" and out[0]["content"] == render_system_prompt(doctrine, "doctrine")
+
+
+def test_classify():
+    call = lambda n: {"tool_calls": [{"function": {"name": n, "arguments": "{}"}}]}  # noqa: E731
+    assert classify(call("compress"), True) == "compress"
+    assert classify(call("search_context"), False) == "recover"
+    assert classify({"content": "later"}, True) == "refuse"
+    assert classify(call("bash"), False) == "ordinary"
