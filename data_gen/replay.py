@@ -263,9 +263,35 @@ def _run_tool(point: DecisionPoint, act: dict[str, Any], cfg: LabelConfig, run_d
     if act["name"] == "search_context":
         text, _top = search_result(point, args["query"], cfg)
         return text, point.state
+    # A body the host would put in a file goes to a fixed name per block under run_dir (the
+    # hosts' own names carry a timestamp): the result text must not depend on the clock or
+    # on files left by an earlier run.
+    target = os.path.join(run_dir, f"acp-decompress-{args['blockId']}.txt")
     res = decompress(point.state, args["blockId"], point.flat, run_dir=run_dir, inline=args.get("inline"),
-                     style=cfg.tools_host, now_ms=0)
+                     style=cfg.tools_host, now_ms=0, to_file=_to_file_if_large(point, args, cfg, target))
     return res.text, res.state
+
+
+def _to_file_if_large(point: DecisionPoint, args: dict[str, Any], cfg: LabelConfig, target: str) -> str | None:
+    from doctrine.kernel.decompress import (
+        PI_MESSAGE_INLINE_MAX,
+        PROXY_INLINE_MAX,
+        collect_block_content,
+    )
+
+    if args.get("inline"):
+        return None
+    bid = args["blockId"]
+    if bid.startswith("m"):  # a Pi message restore: inline below its size limit
+        raw = point.state.by_ref.get(bid)
+        m = point.by_id.get(raw) if raw else None
+        return target if m is not None and len(m.text) >= PI_MESSAGE_INLINE_MAX else None
+    block = point.state.block(bid)
+    if block is None:
+        return None
+    body = collect_block_content(point.state, block, point.flat, full=bool(args.get("full"))).text or block.summary
+    limit = PROXY_INLINE_MAX if cfg.tools_host == "proxy" else 0
+    return target if len(body) > limit else None
 
 
 def _sample(point: DecisionPoint, label: Any, system_prompt: str, tools: list[dict[str, Any]],

@@ -24,7 +24,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Fact", "Session", "SessionError", "Step"]
+__all__ = ["Fact", "Session", "SessionError", "Step", "message_text", "string_values"]
 
 # Fact kinds: the KEEP-verbatim classes of the conformance checker (doctrine.conform).
 FACT_KINDS = (
@@ -109,7 +109,7 @@ class Session:
                 raise SessionError(f"{sid}: fact {f.id} has unknown kind {f.kind!r}")
             if not 0 <= f.message < n:
                 raise SessionError(f"{sid}: fact {f.id} points at message {f.message} of {n}")
-            if f.text not in _message_text(self.messages[f.message]):
+            if f.text not in message_text(self.messages[f.message]):
                 raise SessionError(f"{sid}: fact {f.id} text {f.text[:40]!r} is not in message {f.message}")
             if any(not 0 <= u < len(self.steps) for u in f.used_at):
                 raise SessionError(f"{sid}: fact {f.id} used at a step that does not exist")
@@ -118,6 +118,10 @@ class Session:
             missing = set(s.uses) - ids
             if missing:
                 raise SessionError(f"{sid}: step {s.index} uses unknown facts {sorted(missing)}")
+        for f in self.facts:
+            users = sorted(s.index for s in self.steps if f.id in s.uses)
+            if users != sorted(set(f.used_at)):
+                raise SessionError(f"{sid}: fact {f.id} used_at {f.used_at} disagrees with steps' uses {users}")
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,21 +145,29 @@ class Session:
             raise SessionError(f"{d.get('session_id', '<session>')}: bad session record ({exc})") from None
 
 
-def _message_text(m: dict[str, Any]) -> str:
+def string_values(obj: Any) -> list[str]:
+    """Every string inside a JSON value (dict values and list items, depth first)."""
+    out, stack = [], [obj]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+    return out
+
+
+def message_text(m: dict[str, Any]) -> str:
+    """A message's searchable text: content, raw tool-call arguments and their decoded strings
+    (facts are written unescaped, while arguments are JSON strings)."""
     parts = [m.get("content") or ""]
     for c in m.get("tool_calls") or []:
         raw = (c.get("function") or {}).get("arguments") or ""
         parts.append(raw)
-        try:  # facts are written unescaped: also search the decoded string values
-            stack = [json.loads(raw)]
+        try:
+            parts.extend(string_values(json.loads(raw)))
         except ValueError:
             continue
-        while stack:
-            v = stack.pop()
-            if isinstance(v, str):
-                parts.append(v)
-            elif isinstance(v, dict):
-                stack.extend(v.values())
-            elif isinstance(v, list):
-                stack.extend(v)
     return "\n".join(parts)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import sys
 
 # Subcommand name -> "module:register" (the register function adds the subparser).
-COMMANDS: dict[str, str] = {"run": "eval.cli:register_run", "report": "eval.cli:register_report"}
+COMMANDS: dict[str, str] = {"run": "eval.cli:register_run", "report": "eval.cli:register_report",
+                            "probes": "eval.cli_probes:register"}
 
 
 def main(argv: list[str] | None = None) -> int:

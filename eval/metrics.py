@@ -30,6 +30,7 @@ def scripted_metrics(calls: list[dict[str, Any]], probes: list[dict[str, Any]], 
         "compressions_attempted": attempted,
         "compressions_succeeded": succeeded,
         "refetches": refetches,
+        "recovery_calls": sum(len(c.get("recovery") or []) for c in real),
         "probes": len(probes),
         "probe_accuracy": mean([p["score"] for p in probes]) if probes else None,
         "evidence_survival": mean([p["survival"] for p in probes]) if probes else None,
@@ -41,7 +42,7 @@ def scripted_metrics(calls: list[dict[str, Any]], probes: list[dict[str, Any]], 
 
 # Metrics whose per-arm aggregate is a sum across cases; all others are means.
 SUMMED = {"calls", "model_calls", "billed_tokens", "prompt_tokens", "completion_tokens", "doctrine_tokens",
-          "compressions_attempted", "compressions_succeeded", "refetches", "probes", "malformed_calls",
+          "compressions_attempted", "compressions_succeeded", "refetches", "recovery_calls", "probes", "malformed_calls",
           "kernel_errors", "prefix_cache_hits", "prefix_cache_queries", "cases"}
 
 

@@ -27,7 +27,7 @@ from eval.metrics import aggregate, by_kind
 __all__ = ["ReportError", "build_report", "summarise_run"]
 
 SCRIPTED_COLS = ["cases", "calls", "model_calls", "billed_tokens", "mean_context", "peak_context",
-                 "compressions_succeeded", "compressions_attempted", "refetches", "probe_accuracy",
+                 "compressions_succeeded", "compressions_attempted", "refetches", "recovery_calls", "probe_accuracy",
                  "evidence_survival", "doctrine_tokens", "malformed_calls", "kernel_errors", "prefix_cache_hit_rate"]
 HELD_OUT_COLS = ["cases", "kind_correct", "tool_call_valid", "range_valid", "range_overlap", "conformance_score",
                  "conformance_passed", "prompt_tokens", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from data_gen.session import Fact, Session, SessionError, Step
+from data_gen.session import Fact, Session, SessionError, Step, string_values
 
 __all__ = [
     "DATASET_ID",
@@ -536,15 +536,7 @@ def _arg_strings(m: dict[str, Any], edits_only: bool = False) -> list[str]:
         if edits_only and not (c["function"]["name"] == "str_replace_editor"
                                and args.get("command") in _EDIT_COMMANDS):
             continue
-        stack = [args]
-        while stack:
-            v = stack.pop()
-            if isinstance(v, str):
-                out.append(v)
-            elif isinstance(v, dict):
-                stack.extend(v.values())
-            elif isinstance(v, list):
-                stack.extend(v)
+        out.extend(string_values(args))
     return out
 
 

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..session import FACT_KINDS, Fact, Session, Step, _message_text
+from ..session import FACT_KINDS, Fact, Session, Step, message_text
 
 __all__ = ["DEFAULT_SIZE", "TOOLS", "SYSTEM_PROMPT", "SessionBuilder", "SessionSize", "link", "session_id"]
 
@@ -208,7 +208,7 @@ class SessionBuilder:
         if kind not in FACT_KINDS:
             raise ValueError(f"unknown fact kind {kind!r}")
         idx = len(self.messages) - 1 if message is None else message
-        if text not in _message_text(self.messages[idx]):
+        if text not in message_text(self.messages[idx]):
             raise ValueError(f"{self.family}: fact {text[:60]!r} is not in message {idx}")
         fid = f"f{len(self.facts) + 1:03d}"
         self.facts.append(Fact(fid, text, kind, idx))

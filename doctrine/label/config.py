@@ -30,9 +30,12 @@ class LabelConfig:
       allows; needed facts are kept whatever the budget.
     * ``max_actions_per_boundary``: compress / recovery actions the replay takes at one
       step boundary before the task's own action (a guard against loops).
-    * ``tools_host``: ``"pi"`` or ``"proxy"``: which host's search/decompress semantics
-      recovery labels follow (Pi restores inline and keeps the block folded; its search
-      also ranks folded messages).
+    * ``tools_host``: ``"proxy"`` (default, the tool schemas a base-URL client sees) or
+      ``"pi"``: whose tool argument shapes the samples carry and whose search/decompress
+      semantics recovery follows. Proxy: search matches active block summaries, decompress
+      returns the block body (and switches the block off). Pi: search also ranks the folded
+      messages, decompress restores inline (``inline: true``, or a single message by its
+      ref) and the block stays folded.
     """
 
     min_piece_tokens: int = 200
@@ -45,7 +48,7 @@ class LabelConfig:
     recovery_lookahead: int = 0
     keep_session_facts: bool = True
     max_actions_per_boundary: int = 3
-    tools_host: str = "pi"
+    tools_host: str = "proxy"
 
     def __post_init__(self) -> None:
         if self.tools_host not in ("pi", "proxy"):

@@ -105,15 +105,37 @@ def label_decision(point: DecisionPoint, *, doctrine: Any, horizon: int, seed: i
     elif point.nudge_shown:
         lab = _nudged(point, hs, doctrine, rng, cfg)
     else:
+        lab = None
+    if lab is None:
+        why = ("nudge shown but nothing in its ranges can be folded" if point.nudge_shown
+               else "no nudge, nothing consumed worth folding")
         lab = _recovery_call(point, cfg, rng) or _spontaneous(point, hs, doctrine, rng, cfg) or _ordinary(
-            point, "no nudge, nothing consumed worth folding, every needed detail visible")
+            point, why + "; every detail the step quotes is in view")
     lab.doctrine_version = str(getattr(doctrine, "version", ""))
     lab.doctrine_sha256 = str(getattr(doctrine, "sha256", ""))
     return lab
 
 
 def _ordinary(point: DecisionPoint, reason: str) -> Label:
+    _guard_invisible(point, point.next_message)
     return Label("ordinary", actions.session_message(point.next_message), reason)
+
+
+def _guard_invisible(point: DecisionPoint, msg: dict[str, Any]) -> None:
+    """Refuse to teach quoting a detail the model cannot see and no tool can bring back.
+
+    (A detail folded into a block is a recovery; one cut by emergency truncation, say, is
+    gone from view: copying the session's turn would teach recall from nowhere.)
+    """
+    from .needed import message_strings
+
+    texts = [msg.get("content") or ""]
+    for c in msg.get("tool_calls") or []:
+        texts += message_strings((c.get("function") or {}).get("arguments") or "", True)
+    body = "\n".join(texts)
+    for f in point.session.facts:
+        if f.message < point.visible and f.text in body and f.text not in point.visible_text:
+            raise LabelSkipped("detail_invisible", f"{f.id} is quoted by the next turn but not in view")
 
 
 # ---------------------------------------------------------------------- compress helpers
@@ -192,7 +214,7 @@ def _dry_run(point: DecisionPoint, content: list[dict[str, Any]]) -> Any:
 
 
 # ---------------------------------------------------------------------- nudged / refusal
-def _nudged(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label:
+def _nudged(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label | None:
     ranges = point.nudge.compressible_ranges
     free = _pieces(point, ranges, hs, cfg)
     if free and total_chars(free) >= point.kconfig.compress.min_compress_range:
@@ -201,7 +223,7 @@ def _nudged(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: L
     held = _pieces(point, ranges, hs, cfg, allow_needed=True)
     in_use = [p for p in held if p.needed]
     if not in_use:
-        return _ordinary(point, "gentle nudge with nothing the kernel would accept")
+        return None  # a nudge with nothing the kernel would accept: as if none were shown
     return _refusal(point, hs, in_use, rng)
 
 
@@ -213,6 +235,7 @@ def _refusal(point: DecisionPoint, hs: Hindsight, in_use: list[Piece], rng: Any)
     p = in_use[0]
     span = p.start_ref if p.start_ref == p.end_ref else f"{p.start_ref}–{p.end_ref}"
     line = rng.choice(ph.REFUSALS).format(span=span, what=what)
+    _guard_invisible(point, point.next_message)
     return Label("refusal", actions.with_prefix(point.next_message, line),
                  "gentle nudge while the ranges are still needed within the horizon",
                  ranges=[{"startId": q.start_ref, "endId": q.end_ref, "tokens": q.tokens, "needed": True}
@@ -233,7 +256,7 @@ def _spontaneous(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, c
 
 
 # ---------------------------------------------------------------------- emergency
-def _emergency(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label:
+def _emergency(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label | None:
     need_free = point.token_count - cfg.emergency_target_share * point.window
     ranges = point.nudge.recommended_ranges
     order = lambda p: (-round(p.tool_share, 2), -p.tokens, p.refs[0])  # noqa: E731
@@ -256,17 +279,17 @@ def _emergency(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg
             chosen = pick(wide)
             reason = "emergency voice; consumed output was not enough, needed ranges folded with their facts verbatim"
     if not chosen or total_chars(chosen) < point.kconfig.compress.min_compress_range:
-        return _ordinary(point, "emergency voice but nothing compressible")
+        return None  # emergency voice but nothing compressible: recovery or the task goes on
     return _compress("emergency", point, chosen, hs, doctrine, rng, cfg, reason, ph.EMERGENCY_LEADS)
 
 
 # ---------------------------------------------------------------------- tiers
-def _tier(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label:
+def _tier(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label | None:
     tier = int(point.nudge.tier)
     targets = [t.block_id for t in point.nudge.tier_target_blocks]
     order = [b.block_id for b in point.state.blocks if b.block_id in targets]
     if not order:
-        return _ordinary(point, f"tier-{tier} nudge without target blocks")
+        return None  # nothing to fold: fall through to recovery / ordinary
     first, last = order[0], order[-1]
     probe = _dry_run(point, [{"startId": first, "endId": last, "summary": _PLACEHOLDER}])
     new = probe.state.block(probe.new_block_ids[0])

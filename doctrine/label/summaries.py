@@ -297,3 +297,30 @@ def _pad(text: str, doctrine: Any) -> str:
     if len(text.strip()) >= lo:
         return text
     return (text + "\nConsumed output only; nothing in it is needed for the next steps.").strip()
+
+
+def compose_summary(source: list[dict[str, Any]], *, doctrine: Any = None, seed: int = 0,
+                    facts: list[tuple[str, str, bool]] | tuple = (), config: LabelConfig | None = None,
+                    count_tokens: CountTokens | None = None) -> str:
+    """A tier-1 summary of ``source`` (chat or flat message dicts, any ids), as a labeler writes it.
+
+    For sources outside a replay (logged blocks to relabel, say). ``facts``: extra
+    ``(text, kind, needed)`` to keep verbatim. Raises ValueError when no summary that passes
+    the checker can be made.
+    """
+    from types import SimpleNamespace
+
+    from doctrine.conform import normalise_messages
+    from doctrine.conform.settings import default_doctrine
+    from doctrine.kernel.tokens import default_count_tokens
+
+    doc = doctrine if doctrine is not None else default_doctrine()
+    msgs = normalise_messages(source)
+    flat = [Message(id=m.key, role=m.role, content_type=m.kind, text=m.text, tool_name=m.tool_name,
+                    tool_call_id=m.tool_call_id) for m in msgs]
+    state = SimpleNamespace(by_raw={m.key: m.ref for m in msgs if m.ref})
+    out = compose_tier1(flat, state, list(facts), doc, ph.rng_for(seed, "compose_summary"),
+                        count_tokens or default_count_tokens, config or LabelConfig())
+    if not out.passed:
+        raise ValueError("no conforming summary: " + "; ".join(out.report.reasons[:3]))
+    return out.text

@@ -73,8 +73,11 @@ class HFBackend(Backend):
         max_new = max(r.max_tokens for r in requests)
         t0 = time.perf_counter()
         with torch.no_grad(), self._adapter_ctx(requests[0].use_adapter):
-            out = self.model.generate(**enc, max_new_tokens=max_new, do_sample=False,
-                                      pad_token_id=self.tokenizer.pad_token_id)
+            try:
+                out = self.model.generate(**enc, max_new_tokens=max_new, do_sample=False,
+                                          pad_token_id=self.tokenizer.pad_token_id)
+            except (RuntimeError, MemoryError) as exc:  # out of memory, too long: the engine, not the model
+                raise BackendError(f"generation failed: {exc}") from exc
         latency = (time.perf_counter() - t0) / len(requests)
         width = enc["input_ids"].shape[1]
         results = []

@@ -68,8 +68,13 @@ class VLLMBackend(Backend):
                 continue
             params = [SamplingParams(temperature=0.0, max_tokens=requests[i].max_tokens) for i in idx]
             t0 = time.perf_counter()
-            gens = self.llm.generate([self.render(requests[i]) for i in idx], params,
-                                     lora_request=self._lora(flag), use_tqdm=False)
+            try:
+                gens = self.llm.generate([self.render(requests[i]) for i in idx], params,
+                                         lora_request=self._lora(flag), use_tqdm=False)
+            except BackendError:
+                raise
+            except Exception as exc:  # the engine died (memory, workers): not the model's output
+                raise BackendError(f"vLLM engine failed: {type(exc).__name__}: {exc}") from exc
             latency = (time.perf_counter() - t0) / len(idx)
             for i, g in zip(idx, gens):
                 o = g.outputs[0]

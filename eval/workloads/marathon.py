@@ -43,7 +43,8 @@ from data_gen.session import Fact, Session, Step
 from eval.workloads import marathon_content as mc
 from eval.workloads.ts_repo import TestCheck, TsRepo
 
-__all__ = ["SIZES", "MarathonSize", "marathon_session", "marathon_sessions", "phase_checks"]
+__all__ = ["SIZES", "MarathonSize", "marathon_session", "marathon_sessions", "marathon_with_repos", "phase_checks",
+           "run_tool"]
 
 FAMILY = "session_marathon"
 WORK = ("create", "test", "rename", "retune", "refactor", "suite", "build", "explore", "extend", "docs",
@@ -84,16 +85,20 @@ class _Builder:
     steps: list[Step] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     calls: int = 0
+    snapshots: dict[int, TsRepo] = field(default_factory=dict)  # step -> repo before its first action
+    after: dict[int, TsRepo] = field(default_factory=dict)  # step -> repo after its last action
 
     def step(self, kind: str = "task") -> int:
         start = len(self.messages)
         if self.steps:
-            self.steps[-1].end = start
+            self.close()
         self.steps.append(Step(index=len(self.steps), start=start, end=start + 1, kind=kind))
         return self.steps[-1].index
 
     def close(self) -> None:
         self.steps[-1].end = len(self.messages)
+        if self.steps[-1].index in self.snapshots:
+            self.after[self.steps[-1].index] = self.repo.copy()
 
     def user(self, text: str) -> int:
         self.messages.append({"role": "user", "content": text})
@@ -106,6 +111,7 @@ class _Builder:
     def act(self, text: str, tool: str, args: dict[str, Any]) -> tuple[int, int]:
         """One assistant call, executed on the repository; returns (call msg, result msg)."""
         self.calls += 1
+        self.snapshots.setdefault(self.steps[-1].index, self.repo.copy())
         cid = f"call_{self.calls:04d}"
         self.messages.append({"role": "assistant", "content": text, "tool_calls": [
             {"id": cid, "type": "function", "function": {"name": tool, "arguments": json.dumps(args)}}]})
@@ -172,6 +178,7 @@ class _Marathon:
         self.phase: dict[int, dict[str, Any]] = {}
         self.st: dict[str, Any] = {"ttl_fact": None, "version": (1, 4, 0), "version_fact": None}
         self.first: dict[str, Any] = {}
+        self.task_log: list[dict[str, Any]] = []  # (pass, task, first step) in session order
         self.ns = self.rng.choice(mc.NAMESPACES)
         self.store_test = self.rng.choice(mc.STORE_TESTS)
         self.changelog = f"Session storage moved to KeyValueStore (namespace {self.ns})."
@@ -204,6 +211,7 @@ class _Marathon:
             for k, task in enumerate(order):
                 if migration and k == mig_at[p - 1] and p <= 6:
                     self.migration_step(p)
+                self.task_log.append({"pass": p, "task": task, "step": len(b.steps)})
                 getattr(self, "t_" + task)()
             if migration and mig_at[p - 1] == len(order) and p <= 6:
                 self.migration_step(p)
@@ -216,7 +224,7 @@ class _Marathon:
                                 for s, items in self.items.items()},
                 "probes": {str(s): m for s, m in self.probe_meta.items()},
                 "phase_steps": {str(s): m for s, m in self.phase.items()},
-                "task_count": self.task_count}
+                "task_count": self.task_count, "tasks": self.task_log}
         sid = f"marathon-{self.variant}-s{self.seed}-p{self.passes}"
         s = Session(sid, FAMILY, self.seed, b.messages, b.steps, b.facts, tools=list(mc.TOOLS),
                     source="synthetic", license="project", meta=meta)
@@ -362,8 +370,8 @@ class _Marathon:
     def t_build(self) -> None:
         t = self.tpl
         warn = f"[build] warning: src/{t.stem}.ts: '{t.f2}' is exported but never imported inside the package"
-        self.repo.files[".build-warnings"] = warn
         self._task("Run the production build and check it for warnings.")
+        self.repo.files[".build-warnings"] = warn  # set inside the task: the step's snapshots see it
         self._sh("", "npm run build")
         self.b.say(f"The build succeeds with one warning: {t.f2} in src/{t.stem}.ts is never imported inside the package.")
 
@@ -412,8 +420,8 @@ class _Marathon:
         good = next(ln for ln in text.split("\n") if ln.startswith(f"export const COLUMN_WIDTH_{k}: number = "))
         value = good.rsplit("= ", 1)[1].rstrip(";")
         bad = good.replace(f"= {value};", f"= '{value}';")
-        self.repo.files["src/report.ts"] = text.replace(good, bad)
         self._task("A teammate just pushed a change to src/report.ts and `npx tsc --noEmit` fails now. Fix it.")
+        self.repo.files["src/report.ts"] = text.replace(good, bad)  # the teammate's change, inside the task
         _, r = self._sh("", "npx tsc --noEmit")
         err = next((ln for ln in self.repo.diagnostics() if "TS2322" in ln), None)
         if err:
@@ -615,6 +623,16 @@ def marathon_session(seed: int = 0, passes: int = 6, variant: str = "repetitive"
             raise ValueError(f"unknown size {size!r}; expected one of {sorted(SIZES)}")
         size = SIZES[size]
     return _Marathon(seed, passes, variant, size).build()
+
+
+def marathon_with_repos(seed: int = 0, passes: int = 6, variant: str = "repetitive",
+                        size: str | MarathonSize = "full") -> tuple[Session, dict[int, TsRepo], dict[int, TsRepo]]:
+    """The marathon plus the repository before each acting step's first action and after its
+    last one (what the agentic driver starts a task from and compares it with)."""
+    marathon_session(seed, passes, variant, size)  # validates the arguments
+    m = _Marathon(seed, passes, variant, SIZES[size] if isinstance(size, str) else size)
+    session = m.build()
+    return session, m.b.snapshots, m.b.after
 
 
 def marathon_sessions(seed: int = 0, passes: int = 6, variant: str = "repetitive",

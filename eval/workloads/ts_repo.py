@@ -51,6 +51,8 @@ class TestCheck:
     of ``must_contain`` and none of ``must_not_contain``; otherwise it fails with either an
     ``expect`` mismatch (``expected`` / ``received``) or a thrown ``error`` at ``frame``."""
 
+    __test__ = False  # not a pytest class, despite the name
+
     module: str  # path relative to the root
     must_contain: list[str] = field(default_factory=list)
     must_not_contain: list[str] = field(default_factory=list)
@@ -455,7 +457,7 @@ class TsRepo:
             for n in names:
                 for k, line in enumerate(self.files[n].split("\n"), 1):
                     if rx.search(line):
-                        hits.append(f"{self.abs(n)}:{k}:{line}" if "-n" in "".join(flags) else f"{self.abs(n)}:{line}")
+                        hits.append(f"{self.abs(n)}:{k}:{line}" if "n" in "".join(f.lstrip("-") for f in flags) else f"{self.abs(n)}:{line}")
         return "\n".join(hits), 0 if hits else 1
 
     def _sed(self, args: list[str]) -> tuple[str, int]:

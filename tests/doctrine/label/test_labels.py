@@ -201,3 +201,15 @@ def test_replay_rejects_a_malformed_session(session, doctrine):
 
 _NUDGE = {"nudge": {"growth_floor": 1, "growth_cap": 1, "min_growth_floor": 0, "min_growth_ratio": 0.0},
           "compress": {"min_compress_range": 500}, "preserve_recent_messages": 1, "preserve_recent_tokens": 1}
+
+
+def test_compose_summary_for_outside_sources(session, doctrine):
+    from doctrine.kernel.chat import flatten
+    from doctrine.label.summaries import compose_summary
+
+    flat = [m.to_dict() for m in flatten([dict(m, id=f"x{i}") for i, m in enumerate(session.messages[1:8], 1)])]
+    text = compose_summary(flat, doctrine=doctrine, seed=2)
+    assert check_summary(flat, text, tier=1, doctrine=doctrine).passed
+    assert text == compose_summary(flat, doctrine=doctrine, seed=2)
+    with pytest.raises(ValueError):
+        compose_summary(flat, doctrine=_strict(doctrine))

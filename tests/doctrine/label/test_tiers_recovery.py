@@ -83,18 +83,18 @@ def _folded_log(session, doctrine, hand, summary: str):
 
 
 def _recover(session, doctrine, hand, hist, state, seed):
-    """Run the recovery loop at step 3 (which uses F); returns the labels in order."""
+    """Run the recovery loop at step 3 (which uses F) on the Pi host; the labels in order."""
     labels, rec = [], None
     hist = list(hist)  # the loop appends the tool calls and results
+    cfg = LabelConfig(spontaneous_min_tokens=10**6, tools_host="pi")
     for k in range(4):
         p = hand.point_at(session, 3, doctrine, history=hist, state=state, overrides=hand.NUDGE_NEVER,
                           action_index=k, recovery=rec)
-        lab = label_decision(p, doctrine=doctrine, horizon=0, seed=seed,
-                             config=LabelConfig(spontaneous_min_tokens=10**6))
+        lab = label_decision(p, doctrine=doctrine, horizon=0, seed=seed, config=cfg)
         labels.append(lab)
         if lab.action["type"] != "tool":
             return labels
-        state, rec = apply_action(p, lab, hist, f"a01{k:02d}", LabelConfig(), "/tmp")
+        state, rec = apply_action(p, lab, hist, f"a01{k:02d}", cfg, "/tmp")
     return labels
 
 
