@@ -60,7 +60,6 @@ def _atomic_write(path: Path, text: str) -> None:
 
 def cmd_extract(args: argparse.Namespace) -> int:
     from data_gen.sources.swe_rebench import TrajectorySourceError
-
     from eval.workloads.probes import KINDS, select_cases
 
     filters: dict = {"limit": args.limit, "skip": args.skip, "min_messages": args.min_messages,

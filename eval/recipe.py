@@ -44,8 +44,17 @@ class BackendSpec(BaseConfig):
 
 
 class WorkloadSpec(BaseConfig):
-    name: Literal["scripted", "held_out"]
+    name: str  # a key of eval.workloads.WORKLOADS (scripted, held_out, ...)
     settings: dict[str, Any] = Field(default_factory=dict)  # scripted: sessions/families; held_out: data_dir, split
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        from eval.workloads import WORKLOADS
+
+        if v not in WORKLOADS:
+            raise ValueError(f"unknown workload {v!r}; expected one of {sorted(WORKLOADS)}")
+        return v
 
 
 class EvalRecipe(BaseConfig):

@@ -59,7 +59,7 @@ def agentic_tasks(seed: int = 0, passes: int = 1, variant: str = "repetitive", s
     steps = [s for s in session.steps if s.index in snaps]
     system = session.messages[0]["content"]
     out = []
-    for k, s in enumerate(steps):
+    for s in steps:
         msgs = session.messages[s.start:s.end]
         if msgs and msgs[0]["role"] == "user":
             prompt, script = msgs[0]["content"], [m for m in msgs[1:] if m["role"] == "assistant"]

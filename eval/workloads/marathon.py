@@ -519,7 +519,7 @@ class _Marathon:
         b.say(f"Step {k} of the migration plan.")
         for fid in self.plan_facts[k - 1]:
             b.use(fid, s)
-        self.items[s] = [_Item(fid, [text]) for fid, (text) in zip(self.plan_facts[k - 1], plan[k - 1][1])]
+        self.items[s] = [_Item(fid, [text]) for fid, text in zip(self.plan_facts[k - 1], plan[k - 1][1], strict=True)]
         self.phase[s] = {"migration_step": k, "pass": p, "items": len(plan[k - 1][1])}
         e = b.step()
         for fid in self.plan_facts[k - 1]:
@@ -579,7 +579,7 @@ class _Marathon:
             return
         plan = self._plan()
         self._probe("migration_plan", "List the steps of the storage migration plan you were given, in order.",
-                    [(facts[0], [items[0]]) for facts, (_, items) in zip(self.plan_facts, plan)], deep=True)
+                    [(facts[0], [items[0]]) for facts, (_, items) in zip(self.plan_facts, plan, strict=True)], deep=True)
 
 
 def _block(text: str, name: str) -> str | None:

@@ -28,7 +28,14 @@ from typing import Any
 from eval.backends.base import Request
 from eval.judges import contains, visible_text
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
-from eval.workloads.probes import KINDS, ProbeCase, edit_code, judge, sandbox_shutdown_response, select_cases
+from eval.workloads.probes import (
+    KINDS,
+    ProbeCase,
+    edit_code,
+    judge,
+    sandbox_shutdown_response,
+    select_cases,
+)
 
 __all__ = ["ProbesWorkload", "oracle_answer", "probe_report", "run_probe_case"]
 
@@ -103,11 +110,15 @@ def run_probe_case(pc: ProbeCase, arm: str, seed: int, ctx: RunContext, max_turn
     msgs = pc.converted.messages
     system = "\n\n".join(m.get("content") or "" for m in msgs if m.get("role") == "system")
     calls: list[dict[str, Any]] = []
-    session, last_step = _hindsight_session(pc)
+    try:
+        session, last_step = _hindsight_session(pc)
+    except Exception:  # noqa: BLE001 - a row to_session cannot shape: no hindsight, still evaluated
+        session, last_step = None, 0
 
     def summarise(source: list[dict[str, Any]], instruction: str) -> str:
+        hint = summary_reply(session, source) if session is not None else {"content": "Earlier work."}
         req = Request(source + [{"role": "user", "content": instruction}], [], False, ctx.max_tokens,
-                      {"oracle_reply": summary_reply(session, source)})
+                      {"oracle_reply": hint})
         comp = safe_complete(backend, req)
         calls.append(call_record("summary", req, comp))
         return (comp.message.get("content") or "").strip() or "(empty summary)"
@@ -119,7 +130,7 @@ def run_probe_case(pc: ProbeCase, arm: str, seed: int, ctx: RunContext, max_turn
                  gate=ctx.gate, **{k: v for k, v in ctx.arm_settings.items() if k in keys})
     state = ArmState(history=[{**m, "id": f"s{i}"} for i, m in enumerate(msgs) if m.get("role") != "system"])
     counters: dict[str, int] = {}
-    if info.nudges:  # the history's own nudges, before any question
+    if info.nudges and session is not None:  # the history's own nudges, before any question
         for _ in range(max_decisions):
             view = arm_fn(state, env)
             if not view.nudge_shown:

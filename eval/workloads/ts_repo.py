@@ -184,7 +184,7 @@ class TsRepo:
     def exports(self, rel: str, _seen: frozenset = frozenset()) -> set[str]:
         text = self.files.get(rel, "")
         names = set(_EXPORTED.findall(text))
-        for group, spec in _NAMED_REEXPORT.findall(text):
+        for group, _spec in _NAMED_REEXPORT.findall(text):
             names.update(_names(group, alias=True))
         for m in re.finditer(r"^export\s+\*\s+from\s+'([^']+)';", text, re.M):
             target = self._resolve(rel, m.group(1))
@@ -205,7 +205,7 @@ class TsRepo:
         text = self.files[rel]
         errs: list[tuple[int, int, str]] = []
         declared = set(BUILTINS)
-        for group, spec in _IMPORT.findall(text):
+        for group, _spec in _IMPORT.findall(text):
             declared.update(_names(group))
         for m in _IMPORT.finditer(text):
             group, spec = m.group(1), m.group(2)
@@ -314,7 +314,7 @@ class TsRepo:
                 out += [f"    {d}" for d in s["error"]] + [""]
                 continue
             if verbose:
-                for path, name, ok in s["tests"]:
+                for _path, name, ok in s["tests"]:
                     out.append(f"    {'✓' if ok else '✕'} {name} ({_ms(s['file'] + name, 1, 9)} ms)")
             for path, name, ok in s["tests"]:
                 if ok:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from data_gen.synthetic import approx_tokens
-from eval.workloads.marathon import DEPS, PROBES, SIZES, TASKS, WORK, marathon_session, marathon_with_repos, phase_checks
+from eval.workloads.marathon import (
+    DEPS,
+    PROBES,
+    SIZES,
+    TASKS,
+    WORK,
+    marathon_session,
+    marathon_with_repos,
+    phase_checks,
+)
 from eval.workloads.marathon_workload import grade_items, item_correct, marathon_grades
 
 

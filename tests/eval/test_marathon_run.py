@@ -51,18 +51,12 @@ def test_phase_variant_fidelity(wl, doctrine):
 
 
 def test_recipe_runs_through_the_harness(tmp_path):
-    from doctrine.config import ConfigError, load_config
-
+    from doctrine.config import load_config
     from eval.harness import load_results, run_eval
     from eval.recipe import EvalRecipe
 
     path = ROOT / "configs/eval/marathon_demo.yaml"
-    try:
-        recipe = load_config(path, EvalRecipe, ["arms=[\"full\",\"deterministic\"]"])
-    except ConfigError as exc:
-        if "marathon" in str(exc):
-            pytest.skip(f"the eval recipe schema does not accept the marathon workload yet: {exc}")
-        raise
+    recipe = load_config(path, EvalRecipe, ["arms=[\"full\",\"deterministic\"]"])
     summary = run_eval(recipe, tmp_path / "eval", base_dir=path.parent, log=lambda s: None)
     assert summary.complete
     rows = load_results(tmp_path / "eval")

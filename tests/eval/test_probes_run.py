@@ -93,7 +93,7 @@ def test_cli_report(rows, tmp_path):
     from doctrine.runs import atomic_write_json
     from eval.__main__ import main
 
-    for k, r in enumerate(rows):
+    for r in rows:
         atomic_write_json(tmp_path / "cases" / r["arm"] / f"{r['case_id']}__s0.json", {**r, "status": "done"})
     assert main(["probes", "report", str(tmp_path)]) == 0
     rep = json.loads((tmp_path / "probes_report.json").read_text())
@@ -102,18 +102,12 @@ def test_cli_report(rows, tmp_path):
 
 
 def test_recipe_runs_through_the_harness(tmp_path):
-    from doctrine.config import ConfigError, load_config
-
+    from doctrine.config import load_config
     from eval.harness import load_results, run_eval
     from eval.recipe import EvalRecipe
 
     path = ROOT / "configs/eval/probes_demo.yaml"
-    try:
-        recipe = load_config(path, EvalRecipe, ["arms=[\"full\",\"n_latest_10\"]"])
-    except ConfigError as exc:
-        if "probes" in str(exc):
-            pytest.skip(f"the eval recipe schema does not accept the probes workload yet: {exc}")
-        raise
+    recipe = load_config(path, EvalRecipe, ["arms=[\"full\",\"n_latest_10\"]"])
     summary = run_eval(recipe, tmp_path / "eval", base_dir=path.parent, log=lambda s: None)
     assert summary.complete
     rep = probe_report(load_results(tmp_path / "eval"))
