@@ -63,8 +63,10 @@ def stage_command(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
     if stage == "adapter":
         return py + ["train", "export", str(run)]
     if stage == "eval":
+        # The eval recipe names its workloads' data (runs/<name>/data for the demo); the
+        # pipeline points the backend at this run's model and exported adapter.
         return py + ["eval", "run", _need(cfg.eval_recipe, "eval_recipe"), "--out", str(run / "eval"),
-                     f"adapter={run / 'adapter'}", f"data_dir={run / 'data'}", f"model={cfg.model}"]
+                     f"backend.adapter_dir={run / 'adapter'}", f"backend.model={cfg.model}"]
     if stage == "report":
         return py + ["eval", "report", str(run / "eval"), "--out", str(run / "report")]
     raise ConfigError(f"unknown stage {stage!r}")
