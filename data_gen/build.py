@@ -84,14 +84,14 @@ def _size(cfg):
 
 
 def _replay(session: Session, recipe: DataRecipe, doctrine, window: int, gate: str, rejects: Counter,
-            run_dir: Path):
+            run_dir: Path, labeler=None):
     from .replay import ReplayStats, replay_session
 
     stats = ReplayStats()
     try:
         for sample in replay_session(session, window=window, gate=gate, prompt_mode=recipe.prompt_mode,
                                      doctrine=doctrine, horizon=recipe.replay.horizon, seed=recipe.replay.seed,
-                                     stats=stats, run_dir=str(run_dir)):
+                                     stats=stats, run_dir=str(run_dir), labeler=labeler):
             yield sample.to_dict()
     except Exception as exc:  # one bad session never stops a long build
         rejects[f"replay_error:{type(exc).__name__}"] += 1
@@ -116,10 +116,15 @@ def build_curriculum(recipe: DataRecipe, out: str | Path, *, log=print, progress
     import tempfile
 
     scratch = Path(tempfile.mkdtemp(prefix="dtw-replay-"))  # where decompress-to-file may write
+    teacher = None
+    if recipe.sources.teacher is not None and recipe.sources.teacher.enabled:
+        from .sources.teacher import make_teacher_labeler
+
+        teacher = make_teacher_labeler(recipe.sources.teacher, rejects)
     bar = _progress(progress, len(jobs))
     for session, window, gate in jobs:
         split = assign_split(session.session_id, session.family, recipe.split)
-        for sample in _replay(session, recipe, doctrine, window, gate, rejects, scratch):
+        for sample in _replay(session, recipe, doctrine, window, gate, rejects, scratch, labeler=teacher):
             if sample_tokens(sample) > recipe.max_tokens:
                 rejects["too_long"] += 1
                 continue

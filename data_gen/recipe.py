@@ -45,7 +45,6 @@ class TeacherSource(BaseConfig):
     model: str = "teacher"
     api_key_env: str | None = Field(None, description="name of the env var holding the key (never the key)")
     timeout_s: float = 120.0
-    max_points: int = 200
 
 
 class Sources(BaseConfig):

@@ -152,13 +152,16 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
                    gate: str = "default", host: HostConfig = PROXY_HOST, prompt_mode: str = "distilled",
                    doctrine: Any = None, horizon: int = 2, seed: int = 0,
                    label_config: LabelConfig | None = None, count_tokens: CountTokens | None = None,
-                   stats: ReplayStats | None = None, run_dir: str | None = None) -> Iterator[DecisionSample]:
+                   stats: ReplayStats | None = None, run_dir: str | None = None,
+                   labeler: Any = None) -> Iterator[DecisionSample]:
     """Drive ``session`` through the kernel and yield one labelled sample per decision point.
 
     Deterministic: the same session, settings and seed give byte-identical samples
     (``DecisionSample.to_json``). ``stats`` (if given) collects the counts, skipped points
     by reason included. ``run_dir`` is where a proxy-style decompress may write a file.
+    ``labeler`` replaces ``label_decision`` (same signature), e.g. a teacher model.
     """
+    label_fn = labeler or label_decision
     if doctrine is None:
         from doctrine.spec import load_doctrine
 
@@ -206,7 +209,7 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
                 stats.skip("action_limit", f"{session.session_id} step {step.index}")
                 break
             try:
-                label = label_decision(point, doctrine=doctrine, horizon=horizon, seed=seed, config=cfg)
+                label = label_fn(point, doctrine=doctrine, horizon=horizon, seed=seed, config=cfg)
             except LabelSkipped as e:
                 stats.skip(e.reason, f"{session.session_id} step {step.index}: {e.detail}")
                 break

@@ -4,7 +4,9 @@ Base URL, model names and the *name* of the environment variable holding the key
 config (``api_key_env``); the key itself is read from the environment at call time and is
 never stored, logged or written to a manifest. ``adapter_model`` is the model name that
 selects the adapter (a vLLM ``--lora-modules NAME=DIR`` name); requests with
-``use_adapter`` use it. Tool calls come back structured; a server that returns the text
+``use_adapter`` use it. A vLLM server needs ``--enable-auto-tool-choice --tool-call-parser
+hermes`` to accept tools with the default (auto) tool choice; the parser reads the same
+``<tool_call>`` form the adapter is trained on. Tool calls come back structured; a server that returns the text
 form instead is parsed with ``train.tool_format``. vLLM's ``/metrics`` prefix-cache
 counters are read when the server exposes them.
 """
@@ -27,7 +29,7 @@ class OpenAIBackend(Backend):
 
     def __init__(self, base_url: str, model: str, adapter_model: str | None = None,
                  api_key_env: str | None = None, timeout_s: float = 120.0,
-                 temperature: float = 0.0, **_: Any):
+                 temperature: float = 0.0, tool_choice: str | None = None, **_: Any):
         if not base_url or not model:
             raise BackendError("openai backend needs base_url and model")
         self.base_url = base_url.rstrip("/")
@@ -36,6 +38,7 @@ class OpenAIBackend(Backend):
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
         self.temperature = temperature
+        self.tool_choice = tool_choice  # sent only when set ("auto" needs server-side tool parsing)
 
     def _headers(self) -> dict[str, str]:
         h = {"Content-Type": "application/json"}
@@ -66,6 +69,8 @@ class OpenAIBackend(Backend):
                                 "temperature": self.temperature, "max_tokens": request.max_tokens}
         if request.tools:
             body["tools"] = request.tools
+            if self.tool_choice:
+                body["tool_choice"] = self.tool_choice
         t0 = time.perf_counter()
         data = self._post("/chat/completions", body)
         latency = time.perf_counter() - t0

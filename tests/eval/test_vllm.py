@@ -115,6 +115,7 @@ def test_openai_backend_on_a_vllm_server(adapter_run, workdir):
            "--served-model-name", "base", "--enable-lora", "--lora-modules",
            f"{adapter_run['name']}={adapter_run['adapter']}", "--max-lora-rank", str(adapter_run["rank"]),
            "--chat-template", str(adapter_run["adapter"] / "chat_template.jinja"),
+           "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
            "--max-model-len", "4096", "--gpu-memory-utilization", MEM, "--host", "127.0.0.1", "--port", str(port)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:

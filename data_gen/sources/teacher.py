@@ -1,0 +1,164 @@
+"""Teacher labels: decision points answered by a model behind an OpenAI-compatible endpoint.
+
+The teacher sees each decision point in ``doctrine`` mode (full doctrine in the system
+prompt, rules restated in the nudge), whatever mode the curriculum is rendered in. Its
+answer is validated before it becomes a label:
+
+- a reply that does not parse, or a tool call that is not ``compress``, is rejected;
+- a compress call is parsed by the kernel's lenient parser and applied to a copy of the
+  kernel state: argument errors, kernel errors (unknown, protected or consumed ranges,
+  summaries out of bounds) and calls that fold nothing are rejected;
+- every summary is scored by the conformance checker against the messages its block
+  replaced; one that fails the doctrine version's verdict is rejected;
+- a text reply where the doctrine's labeler would compress is taken as the teacher's
+  refusal and kept (refusing is the model's right), with the session's own next action.
+
+Non-decision points (the labeler's ``ordinary`` turns) keep the labeler's label. Every
+rejection is counted by reason; a rejected point falls back to nothing (it is skipped),
+never to a crash. Base URL, model and the *name* of the key's environment variable come
+from the recipe; the key itself only from the environment.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+__all__ = ["TeacherLabeler", "make_teacher_labeler", "teacher_messages"]
+
+TEACHER_KINDS = {"nudged_compress", "refusal", "spontaneous_compress", "tier2", "tier3", "emergency"}
+
+
+def teacher_messages(point, doctrine) -> list[dict[str, Any]]:
+    """The decision point as the reference (doctrine-mode) host would send it."""
+    from doctrine.kernel.chat import to_chat
+    from doctrine.kernel.host import NUDGE_MESSAGE_ID
+    from doctrine.kernel.messages import Message
+    from doctrine.prompts import nudge_text_for
+    from doctrine.render import render_system_prompt
+
+    msgs = point.session.messages
+    base = (msgs[0].get("content") or "") if msgs and msgs[0].get("role") == "system" else ""
+    flat = [m for m in point.view.messages if m.id != NUDGE_MESSAGE_ID]
+    if point.nudge_shown:
+        text = nudge_text_for(doctrine, "doctrine")(point.nudge)
+        if text:
+            flat.append(Message(id=NUDGE_MESSAGE_ID, role="user", content_type="text", text=text))
+    return [{"role": "system", "content": render_system_prompt(doctrine, "doctrine", base)}, *to_chat(flat)]
+
+
+class TeacherLabeler:
+    """A drop-in for ``doctrine.label.label_decision`` that asks a teacher model."""
+
+    def __init__(self, backend, *, model_name: str, max_tokens: int = 768, counts: Counter | None = None):
+        self.backend = backend
+        self.model_name = model_name
+        self.max_tokens = max_tokens
+        self.counts = counts if counts is not None else Counter()
+
+    def __call__(self, point, *, doctrine, horizon: int, seed: int, config=None):
+        from doctrine.label import LabelSkipped, label_decision
+
+        reference = label_decision(point, doctrine=doctrine, horizon=horizon, seed=seed, config=config)
+        if reference.kind not in TEACHER_KINDS:
+            return reference
+        try:
+            return self._ask(point, doctrine, reference)
+        except _Rejected as exc:
+            self.counts[f"teacher:{exc.reason}"] += 1
+            raise LabelSkipped(f"teacher_{exc.reason}", exc.detail) from None
+
+    # ------------------------------------------------------------------ internals
+
+    def _ask(self, point, doctrine, reference):
+        from doctrine.tools import tool_schemas
+        from eval.backends.base import BackendError, Request
+
+        tools = tool_schemas(doctrine, "doctrine") + list(point.session.tools)
+        try:
+            reply = self.backend.complete(Request(messages=teacher_messages(point, doctrine), tools=tools,
+                                                  max_tokens=self.max_tokens))
+        except BackendError as exc:
+            raise _Rejected("backend_error", str(exc)) from None
+        if reply.parse_errors:
+            raise _Rejected("unparseable", "; ".join(reply.parse_errors))
+        calls = reply.tool_calls
+        if not calls:
+            return self._refusal(point, doctrine, reference, reply.message.get("content") or "")
+        if len(calls) != 1 or calls[0]["function"]["name"] != "compress":
+            raise _Rejected("not_a_compress_call", ",".join(c["function"]["name"] for c in calls))
+        return self._compress(point, doctrine, reference, calls[0], reply.message.get("content") or "")
+
+    def _refusal(self, point, doctrine, reference, text: str):
+        from doctrine.label import Label
+        from doctrine.label.actions import session_message
+
+        if not text.strip():
+            raise _Rejected("empty_reply")
+        nxt = point.session.messages[point.visible] if point.visible < len(point.session.messages) else None
+        msg = session_message(nxt) if nxt and nxt.get("role") == "assistant" else {"role": "assistant", "content": ""}
+        msg["content"] = text.strip() + ("\n" + msg["content"] if msg.get("content") else "")
+        self.counts["teacher:accepted_refusal"] += 1
+        return Label(kind="refusal", message=msg, reason=f"teacher {self.model_name} declined",
+                     labeler=f"teacher:{self.model_name}", labeler_version="1",
+                     doctrine_version=doctrine.version, doctrine_sha256=doctrine.sha256,
+                     action={"type": "session"})
+
+    def _compress(self, point, doctrine, reference, call: dict, content: str):
+        from doctrine.conform import check_summary
+        from doctrine.kernel.compress import apply_compression
+        from doctrine.kernel.compress_args import parse_compress_args
+        from doctrine.label import Label
+
+        parsed = parse_compress_args(call["function"]["arguments"])
+        if parsed.errors or not parsed.ranges:
+            raise _Rejected("bad_arguments", "; ".join(parsed.errors) or "no ranges")
+        result = apply_compression(parsed.ranges, point.flat, point.state, point.kconfig,
+                                   compress_call_id=call["id"], count_tokens=point.count_tokens,
+                                   clock_ms=lambda: 0)
+        if result.errors:
+            raise _Rejected("kernel_error", "; ".join(result.errors))
+        if result.blocks_created == 0:
+            raise _Rejected("nothing_folded")
+        by_id = {m.id: m for m in point.flat}
+        scores = []
+        for block_id in result.new_block_ids:
+            block = result.state.block(block_id)
+            source = [by_id[i].to_dict() for i in block.direct_message_ids if i in by_id]
+            report = check_summary(source, block.summary, tier=block.tier, doctrine=doctrine)
+            if not report.passed:
+                raise _Rejected("conformance", f"{block_id} scored {report.score}: {'; '.join(report.reasons)[:200]}")
+            scores.append(report.score)
+        args = json.loads(call["function"]["arguments"])
+        if isinstance(args.get("content"), str):
+            args["content"] = json.loads(args["content"])
+        kind = reference.kind if reference.kind != "refusal" else (
+            "nudged_compress" if point.nudge_shown else "spontaneous_compress")
+        self.counts["teacher:accepted_compress"] += 1
+        call_id = call.get("id") or "teacher_call"
+        message = {"role": "assistant", "content": content,
+                   "tool_calls": [{"id": call_id, "type": "function",
+                                   "function": {"name": "compress",
+                                                "arguments": json.dumps(args, ensure_ascii=False)}}]}
+        return Label(kind=kind, message=message, reason=f"teacher {self.model_name}",
+                     ranges=[{"startId": r.start_ref, "endId": r.end_ref} for r in parsed.ranges],
+                     conformance={"score": min(scores), "passed": True},
+                     labeler=f"teacher:{self.model_name}", labeler_version="1",
+                     doctrine_version=doctrine.version, doctrine_sha256=doctrine.sha256,
+                     action={"type": "compress", "args": args, "call_id": call_id})
+
+
+class _Rejected(Exception):
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(reason)
+        self.reason, self.detail = reason, detail
+
+
+def make_teacher_labeler(cfg, counts: Counter) -> TeacherLabeler:
+    """A labeler for a ``TeacherSource`` recipe section (the key comes from the environment)."""
+    from eval.backends.openai import OpenAIBackend
+
+    backend = OpenAIBackend(base_url=cfg.base_url, model=cfg.model, api_key_env=cfg.api_key_env,
+                            timeout_s=cfg.timeout_s)
+    return TeacherLabeler(backend, model_name=cfg.model, counts=counts)
