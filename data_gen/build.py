@@ -115,7 +115,9 @@ def build_curriculum(recipe: DataRecipe, out: str | Path, *, log=print, progress
     jobs = [(s, w, g) for s in sessions for w in recipe.replay.windows for g in recipe.replay.gates]
     import tempfile
 
-    scratch = Path(tempfile.mkdtemp(prefix="dtw-replay-"))  # where decompress-to-file may write
+    # Where a replayed decompress-to-file writes; its path appears in tool results, so it is
+    # a fixed name (a random temp dir would make the dataset differ between builds).
+    scratch = Path(tempfile.gettempdir()) / "dtw-replay"
     teacher = None
     if recipe.sources.teacher is not None and recipe.sources.teacher.enabled:
         from .sources.teacher import make_teacher_labeler

@@ -5,7 +5,11 @@ Greedy by default. Prompts are rendered with the chat template training used
 with ``train.tool_format.parse_assistant_text``. With an adapter loaded, a request without
 ``use_adapter`` runs under ``disable_adapter()``, so one loaded model serves base and
 adapter arms. ``complete_batch`` left-pads and generates a batch in one ``generate`` call.
-KV-cache reuse across a session's calls is not implemented (each call prefills its prompt).
+
+Single calls reuse the KV cache of the previous call when the new prompt starts with the
+same tokens (a session's next call usually extends the last one): the cache is cropped to
+the common prefix and only the rest is prefilled. ``stats()`` reports the reused tokens as
+``prefix_cache_hits`` over ``prefix_cache_queries`` (prompt tokens), as vLLM names them.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ class HFBackend(Backend):
     name = "hf"
 
     def __init__(self, model: str, adapter_dir: str | None = None, dtype: str = "float32",
-                 chat_template: str = "auto", batch_size: int = 4, **_: Any):
+                 chat_template: str = "auto", batch_size: int = 4, reuse_prefix_cache: bool = True, **_: Any):
         import torch
 
         from train.models import ModelSpecError, load_model, load_tokenizer, resolve_model
@@ -45,6 +49,10 @@ class HFBackend(Backend):
         net.eval()
         self.model = net
         self.batch_size = max(1, int(batch_size))
+        self.reuse_prefix_cache = reuse_prefix_cache
+        self._kv: tuple[bool, list[int], Any] | None = None  # (adapter?, token ids, cache)
+        self._hits = 0
+        self._queries = 0
         self._torch = torch
         torch.manual_seed(0)
 
@@ -72,12 +80,25 @@ class HFBackend(Backend):
         enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         max_new = max(r.max_tokens for r in requests)
         t0 = time.perf_counter()
-        with torch.no_grad(), self._adapter_ctx(requests[0].use_adapter):
+        flag = requests[0].use_adapter
+        kwargs: dict[str, Any] = {}
+        reused = 0
+        if self.reuse_prefix_cache and len(requests) == 1:
+            reused, cache = self._reusable(flag, enc["input_ids"][0].tolist())
+            if reused:
+                kwargs["past_key_values"] = cache
+        self._queries += int(enc["attention_mask"].sum())
+        self._hits += reused
+        with torch.no_grad(), self._adapter_ctx(flag):
             try:
-                out = self.model.generate(**enc, max_new_tokens=max_new, do_sample=False,
-                                          pad_token_id=self.tokenizer.pad_token_id)
+                gen = self.model.generate(**enc, max_new_tokens=max_new, do_sample=False,
+                                          pad_token_id=self.tokenizer.pad_token_id,
+                                          return_dict_in_generate=True, **kwargs)
             except (RuntimeError, MemoryError) as exc:  # out of memory, too long: the engine, not the model
                 raise BackendError(f"generation failed: {exc}") from exc
+        out = gen.sequences
+        if self.reuse_prefix_cache and len(requests) == 1:
+            self._kv = (flag, out[0].tolist(), gen.past_key_values)
         latency = (time.perf_counter() - t0) / len(requests)
         width = enc["input_ids"].shape[1]
         results = []
@@ -89,8 +110,31 @@ class HFBackend(Backend):
             text = self.tokenizer.decode(gen, skip_special_tokens=True)
             pt = int(enc["attention_mask"][i].sum())
             results.append(reply_from_text(text, prompt_tokens=pt, completion_tokens=len(gen),
-                                           latency_s=latency))
+                                           latency_s=latency,
+                                           extra={"cached_prompt_tokens": reused} if reused else None))
         return results
+
+    def _reusable(self, flag: bool, ids: list[int]) -> tuple[int, Any]:
+        """(tokens of the cached sequence shared with ``ids``, the cache cropped to them)."""
+        if self._kv is None or self._kv[0] != flag:
+            return 0, None
+        _, cached, cache = self._kv
+        common = 0
+        for a, b in zip(cached, ids):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(ids) - 1)  # at least one token must be prefilled
+        if common <= 0:
+            return 0, None
+        excess = cache.get_seq_length() - common
+        if excess > 0:
+            cache.crop(-excess)
+        self._kv = None  # the cache object now belongs to this call
+        return common, cache
+
+    def stats(self) -> dict[str, Any]:
+        return {"prefix_cache_hits": float(self._hits), "prefix_cache_queries": float(self._queries)}
 
     def _complete(self, request: Request) -> Completion:
         return self._generate([request])[0]

@@ -172,3 +172,25 @@ def test_hf_adapter_required_for_adapter_requests(tiny_model_dir):
     be = make_backend("hf", {"model": str(tiny_model_dir)})
     with pytest.raises(BackendError, match="adapter"):
         be.complete(Request(MSGS, use_adapter=True, max_tokens=4))
+
+
+def test_hf_reuses_the_kv_cache_of_a_shared_prefix(hf_backend):
+    first = Request(MSGS, TOOLS, max_tokens=8)
+    hf_backend.complete(first)
+    longer = Request(MSGS + [{"role": "assistant", "content": "Done."}, {"role": "user", "content": "Again, please."}],
+                     TOOLS, max_tokens=8)
+    before = hf_backend.stats()
+    reused = hf_backend.complete(longer)
+    after = hf_backend.stats()
+    assert reused.extra.get("cached_prompt_tokens", 0) > 0
+    assert after["prefix_cache_hits"] - before["prefix_cache_hits"] == reused.extra["cached_prompt_tokens"]
+    assert after["prefix_cache_queries"] - before["prefix_cache_queries"] == reused.prompt_tokens
+    hf_backend.reuse_prefix_cache = False
+    try:
+        fresh = hf_backend.complete(longer)
+    finally:
+        hf_backend.reuse_prefix_cache = True
+    assert fresh.raw_text == reused.raw_text and "cached_prompt_tokens" not in fresh.extra
+    # A call with the adapter never reuses the base model's cache.
+    with_adapter = hf_backend.complete(Request(longer.messages, TOOLS, use_adapter=True, max_tokens=8))
+    assert "cached_prompt_tokens" not in with_adapter.extra
