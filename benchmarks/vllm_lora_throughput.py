@@ -21,7 +21,6 @@ import time
 
 def prompts(n: int):
     from doctrine.spec import resolve_doctrine
-
     from eval.backends.base import Request
     from eval.workloads.fixtures import held_out_rows
 

@@ -34,7 +34,6 @@ def register_report(sub) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from doctrine.config import ConfigError, config_to_yaml, load_config
-
     from eval.recipe import EvalRecipe
 
     try:

@@ -18,10 +18,11 @@ import json
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from doctrine.runs import MANIFEST, atomic_write_json, read_manifest, redact_secrets, write_manifest
 from eval.backends.base import Backend, Completion, Request
@@ -119,7 +120,6 @@ def run_eval(recipe: EvalRecipe, out: str | Path, *, backend: Backend | None = N
     """Run (or resume) the recipe into ``out``. ``max_jobs`` stops after that many new jobs
     (a deliberate interruption, for tests and for splitting long runs)."""
     from doctrine.spec import resolve_doctrine
-
     from eval.backends import make_backend
 
     out = Path(out)

@@ -20,8 +20,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from doctrine.runs import MANIFEST, atomic_write, atomic_write_json, atomic_write_text, file_sha256, \
-    read_manifest, write_manifest
+from doctrine.runs import (
+    MANIFEST,
+    atomic_write,
+    atomic_write_json,
+    atomic_write_text,
+    file_sha256,
+    read_manifest,
+    write_manifest,
+)
 from eval.metrics import aggregate, by_kind
 
 __all__ = ["ReportError", "build_report", "summarise_run"]

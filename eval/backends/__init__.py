@@ -6,7 +6,8 @@ their heavy dependencies (torch, transformers, vLLM) only when called.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from eval.backends.base import Backend, BackendError, Completion, Request
 

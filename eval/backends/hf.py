@@ -120,7 +120,7 @@ class HFBackend(Backend):
             return 0, None
         _, cached, cache = self._kv
         common = 0
-        for a, b in zip(cached, ids):
+        for a, b in zip(cached, ids, strict=False):
             if a != b:
                 break
             common += 1
@@ -146,7 +146,7 @@ class HFBackend(Backend):
             idx = [i for i, r in enumerate(requests) if r.use_adapter == flag]
             for k in range(0, len(idx), self.batch_size):
                 chunk = idx[k:k + self.batch_size]
-                for i, c in zip(chunk, self._generate([requests[i] for i in chunk])):
+                for i, c in zip(chunk, self._generate([requests[i] for i in chunk]), strict=True):
                     out[i] = c
         return [c for c in out if c is not None]
 

@@ -76,7 +76,7 @@ class VLLMBackend(Backend):
             except Exception as exc:  # the engine died (memory, workers): not the model's output
                 raise BackendError(f"vLLM engine failed: {type(exc).__name__}: {exc}") from exc
             latency = (time.perf_counter() - t0) / len(idx)
-            for i, g in zip(idx, gens):
+            for i, g in zip(idx, gens, strict=True):
                 o = g.outputs[0]
                 out[i] = reply_from_text(o.text, prompt_tokens=len(g.prompt_token_ids or []),
                                          completion_tokens=len(o.token_ids), latency_s=latency)

@@ -214,7 +214,6 @@ class HeldOutWorkload:
 def run_row(row: dict[str, Any], arm: str, ctx: RunContext) -> dict[str, Any]:
     from doctrine.render import render_system_prompt
     from doctrine.tools import tool_schemas
-
     from eval.arms import ARM_INFO
 
     info = ARM_INFO[arm]

@@ -78,7 +78,6 @@ def labeler_decision(session: Any, step: int, view: Any, kstate: Any, env: Any, 
         from doctrine.kernel.pipeline import process_turn
         from doctrine.label import DecisionPoint, label_decision
         from doctrine.label.needed import tool_units
-
         from eval.arms import kernel_config
 
         kcfg = kernel_config(env)

@@ -115,7 +115,7 @@ def rerender_context(messages: list[dict[str, Any]], doctrine: Any, row_mode: st
     "fallback" (the row's text could not be matched; the doctrine text replaced it anyway
     for the system prompt, the row's nudge was kept).
     """
-    from doctrine.render import NudgeView, RangeView, BlockView, render_nudge, render_system_prompt
+    from doctrine.render import BlockView, NudgeView, RangeView, render_nudge, render_system_prompt
 
     notes = {"system": "kept", "nudge": "kept", "nudge_present": False}
     out = [dict(m) for m in messages]

@@ -6,8 +6,16 @@ import pytest
 
 from doctrine.kernel.tokens import default_count_tokens
 from doctrine.render import fill_disclosures
-from eval.arms import ARMS, CLEARED, SUMMARY_PREFIX, SUMMARY_PROMPT, ArmEnv, ArmState, micro_compact, \
-    protocol_safe_tail
+from eval.arms import (
+    ARMS,
+    CLEARED,
+    SUMMARY_PREFIX,
+    SUMMARY_PROMPT,
+    ArmEnv,
+    ArmState,
+    micro_compact,
+    protocol_safe_tail,
+)
 from eval.workloads.fixtures import demo_session
 
 from .conftest import exchange_history, tool_protocol_ok
@@ -108,8 +116,8 @@ def test_auto_compact_triggers_at_threshold():
 
 def test_summary_prompt_and_views_never_disclose_fill(doctrine):
     assert fill_disclosures(SUMMARY_PROMPT) == []
-    from eval.workloads.base import RunContext
     from eval.backends.oracle import OracleBackend
+    from eval.workloads.base import RunContext
     from eval.workloads.scripted import run_session
 
     ctx = RunContext(OracleBackend(), doctrine, window=4000, horizon=1)
@@ -151,7 +159,6 @@ def test_deterministic_cadence(doctrine):
 
 def test_kernel_arms_modes(doctrine):
     from doctrine.render import render_system_prompt
-
     from eval.workloads.fixtures import TASK_TOOLS
 
     e, _ = env(window=6000, doctrine=doctrine, task_tools=TASK_TOOLS)

@@ -50,8 +50,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
-        body = ("# HELP x\nvllm:prefix_cache_queries_total{model=\"m\"} 40.0\n"
-                "vllm:prefix_cache_hits_total{model=\"m\"} 30.0\n").encode()
+        body = (b"# HELP x\nvllm:prefix_cache_queries_total{model=\"m\"} 40.0\n"
+                b"vllm:prefix_cache_hits_total{model=\"m\"} 30.0\n")
         self.send_response(200)
         self.end_headers()
         self.wfile.write(body)

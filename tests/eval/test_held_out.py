@@ -31,7 +31,7 @@ def test_parquet_rows_round_trip(data_dir, doctrine):
     rows = load_rows(data_dir, "test")
     want = held_out_rows(doctrine, 6)
     assert len(rows) == 6
-    for got, exp in zip(rows, want):
+    for got, exp in zip(rows, want, strict=True):
         assert got["messages"] == exp["messages"] and got["tools"] == exp["tools"]
         assert got["meta"]["kind"] == exp["meta"]["kind"]
     with pytest.raises(ValueError, match="no"):
