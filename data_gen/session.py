@@ -87,6 +87,28 @@ class Session:
         window = set(range(step, step + horizon + 1))
         return {f.message for f in self.facts if window.intersection(f.used_at)}
 
+    def truncated(self, n_steps: int) -> Session:
+        """The first ``n_steps`` steps as a session of their own (facts and uses cut to match).
+
+        Step-keyed entries of ``meta`` (dicts whose keys are step numbers) are cut too.
+        """
+        if n_steps >= len(self.steps):
+            return self
+        steps = [Step(s.index, s.start, s.end, list(s.uses), s.kind) for s in self.steps[:n_steps]]
+        end = steps[-1].end
+        facts = [Fact(f.id, f.text, f.kind, f.message, [u for u in f.used_at if u < n_steps])
+                 for f in self.facts if f.message < end]
+        kept = {f.id for f in facts}
+        for st in steps:
+            st.uses = [u for u in st.uses if u in kept]
+        meta = {}
+        for k, v in self.meta.items():
+            if isinstance(v, dict) and v and all(str(x).isdigit() for x in v):
+                v = {x: y for x, y in v.items() if int(x) < n_steps}
+            meta[k] = v
+        return Session(self.session_id, self.family, self.seed, self.messages[:end], steps, facts,
+                       list(self.tools), self.source, self.license, meta)
+
     # ------------------------------------------------------------------ io
 
     def validate(self) -> Session:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -48,7 +49,7 @@ def example_prompt(adapter_dir: Path) -> str:
 
 
 def run_check(run_dir: str | Path, *, max_tokens: int = 64, max_model_len: int = 4096,
-              memory_utilization: float = 0.5) -> dict:
+              memory_utilization: float = 0.3) -> dict:
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
 
@@ -90,8 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("run", help="run folder with an exported adapter/ (python -m train export)")
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--max-model-len", type=int, default=4096)
-    p.add_argument("--memory-utilization", type=float, default=0.5,
-                   help="vLLM gpu_memory_utilization (on CPU: share of host memory to reserve)")
+    p.add_argument("--memory-utilization", type=float,
+                   default=float(os.environ.get("DTW_VLLM_MEMORY", "0.3")),
+                   help="vLLM gpu_memory_utilization (on CPU: share of host memory to reserve; "
+                        "default $DTW_VLLM_MEMORY or 0.3)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     args = p.parse_args(argv)
     try:

@@ -222,6 +222,9 @@ class MarathonWorkload:
             size = MarathonSize(int(self.settings.get("tool_output_lines", base.tool_output_lines)),
                                 int(self.settings.get("extra_tests", base.extra_tests)))
         self.sessions = [marathon_session(int(s), passes, v, size) for v in variants for s in seeds]
+        # max_tasks shortens the marathon to its first K steps (a CPU demo cannot afford 108).
+        if self.settings.get("max_tasks"):
+            self.sessions = [s.truncated(int(self.settings["max_tasks"])).validate() for s in self.sessions]
 
     def cases(self) -> list[Case]:
         return [Case(s.session_id, s) for s in self.sessions]

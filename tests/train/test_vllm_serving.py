@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -34,7 +35,8 @@ def test_exported_adapter_generates_in_vllm(project_root, sft_data_dir, tmp_path
     run = tmp_path / "run"
     run_training(recipe, run)
     export_adapter(run)
-    out = subprocess.run([sys.executable, "-m", "train.vllm_check", str(run), "--json", "--max-tokens", "16"],
+    out = subprocess.run([sys.executable, "-m", "train.vllm_check", str(run), "--json", "--max-tokens", "16",
+                          "--memory-utilization", os.environ.get("DTW_VLLM_MEMORY", "0.2")],
                          cwd=project_root, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-4000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
