@@ -46,16 +46,9 @@ def set_f1(predicted: Iterable[Any], reference: Iterable[Any]) -> dict[str, floa
 
 
 def _strings(value: Any) -> list[str]:
-    out, stack = [], [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            out.append(v)
-        elif isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-    return out
+    from data_gen.session import string_values
+
+    return string_values(value)
 
 
 def visible_text(messages: list[dict[str, Any]]) -> str:

@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from data_gen.session import string_values
+
 SESSION_PREFIX = "s"
 ACTION_PREFIX = "a"
 
@@ -100,17 +102,9 @@ def message_strings(text: str, is_call: bool) -> list[str]:
     if not is_call:
         return parts
     try:
-        stack = [json.loads(text)]
+        parts.extend(string_values(json.loads(text)))
     except (ValueError, TypeError):
-        return parts
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            parts.append(v)
-        elif isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
+        pass
     return parts
 
 
