@@ -109,13 +109,17 @@ def run_pipeline(cfg: PipelineConfig, *, force: tuple[str, ...] = (), log=print)
                 raise StageFailed(f"stage {stage} failed (exit {proc.returncode}); rerun the same command to resume")
         timings[stage] = round(time.time() - started, 1)
         log(f"[done] {stage} in {timings[stage]:.1f}s")
-    previous = {}
-    if (run.root / "timings.json").is_file():
-        import json
-
-        previous = json.loads((run.root / "timings.json").read_text())
-    atomic_write_json(run.root / "timings.json", {**previous, **timings})
+        _record_timing(run.root, stage, timings[stage])
     return run
+
+
+def _record_timing(root: Path, stage: str, seconds: float) -> None:
+    """Keep each stage's latest wall time in runs/<name>/timings.json (read by make bench)."""
+    import json
+
+    path = root / "timings.json"
+    previous = json.loads(path.read_text()) if path.is_file() else {}
+    atomic_write_json(path, {**previous, stage: seconds})
 
 
 class StageFailed(RuntimeError):
