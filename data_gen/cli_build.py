@@ -21,19 +21,14 @@ def register_build(sub) -> None:
 def _build(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from doctrine.config import ConfigError, config_to_yaml, load_config
+    from doctrine.config import load_for_cli
     from doctrine.runs import stage_complete
 
     from .recipe import DataRecipe
 
-    try:
-        recipe = load_config(args.recipe, DataRecipe, args.overrides)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.print_config:
-        print(config_to_yaml(recipe), end="")
-        return 0
+    recipe = load_for_cli(args.recipe, DataRecipe, args.overrides, args.print_config)
+    if isinstance(recipe, int):
+        return recipe
     if not args.out:
         print("error: --out runs/<name>/data is required", file=sys.stderr)
         return 2

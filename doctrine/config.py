@@ -25,6 +25,7 @@ __all__ = [
     "SCHEMAS",
     "apply_overrides",
     "config_to_yaml",
+    "load_for_cli",
     "load_config",
     "parse_overrides",
     "schema_for_path",
@@ -187,6 +188,24 @@ def load_config(
         return schema.model_validate(data)  # type: ignore[union-attr,return-value]
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(exc, source, schema)) from None  # type: ignore[arg-type]
+
+
+def load_for_cli(path: str | Path, schema: type[C], overrides: list[str] | None,
+                 print_config: bool = False) -> C | int:
+    """What every ``RECIPE.yaml [KEY=VALUE ...] [--print-config]`` command does first:
+    the resolved config, or an exit code (2 after printing the error, 0 after printing
+    the config for ``--print-config``)."""
+    import sys
+
+    try:
+        cfg = load_config(path, schema, overrides)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if print_config:
+        print(config_to_yaml(cfg), end="")
+        return 0
+    return cfg
 
 
 def config_to_yaml(cfg: BaseModel) -> str:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .config import ConfigError, config_to_yaml, load_config
+from .config import ConfigError, load_for_cli
 from .pipeline_config import PipelineConfig
 from .runs import RunDir, atomic_write_json, atomic_write_text, write_manifest
 
@@ -135,14 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--force", action="append", default=[], metavar="STAGE",
                    help="rerun STAGE even if its manifest exists (repeatable)")
     args = p.parse_args(argv)
-    try:
-        cfg = load_config(args.recipe, PipelineConfig, args.overrides)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.print_config:
-        print(config_to_yaml(cfg), end="")
-        return 0
+    cfg = load_for_cli(args.recipe, PipelineConfig, args.overrides, args.print_config)
+    if isinstance(cfg, int):
+        return cfg
     try:
         run = run_pipeline(cfg, force=tuple(args.force))
     except (ConfigError, StageFailed) as exc:

@@ -33,17 +33,12 @@ def register_report(sub) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from doctrine.config import ConfigError, config_to_yaml, load_config
+    from doctrine.config import load_for_cli
     from eval.recipe import EvalRecipe
 
-    try:
-        recipe = load_config(args.recipe, EvalRecipe, args.overrides)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.print_config:
-        print(config_to_yaml(recipe), end="")
-        return 0
+    recipe = load_for_cli(args.recipe, EvalRecipe, args.overrides, args.print_config)
+    if isinstance(recipe, int):
+        return recipe
     out = args.out or recipe.output
     if not out:
         print("error: --out is required (or set output: in the recipe)", file=sys.stderr)

@@ -100,19 +100,14 @@ def _train_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_train(argv: list[str]) -> int:
-    from doctrine.config import ConfigError, config_to_yaml, load_config
+    from doctrine.config import load_for_cli
 
     from .recipe import TrainRecipe
 
     args = _train_parser().parse_intermixed_args(argv)
-    try:
-        recipe = load_config(args.recipe, TrainRecipe, args.overrides)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.print_config:
-        print(config_to_yaml(recipe), end="")
-        return 0
+    recipe = load_for_cli(args.recipe, TrainRecipe, args.overrides, args.print_config)
+    if isinstance(recipe, int):
+        return recipe
     if not args.out:
         print("error: --out runs/<name> is required", file=sys.stderr)
         return 2
