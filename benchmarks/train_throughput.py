@@ -1,6 +1,6 @@
 """Training tokens per second for the demo recipe, with and without packing / padding-free.
 
-    python benchmarks/train_throughput.py [--data runs/demo/data] [--steps 8] [--model SPEC]
+    python benchmarks/train_throughput.py [--data runs/demo/data] [--steps 8] [--max-length 4096] [--model SPEC]
 
 Uses the demo curriculum (built into a temp folder with configs/data/demo.yaml when
 --data is absent or incomplete) and configs/train/demo.yaml, runs a few optimizer steps per
@@ -26,6 +26,10 @@ def main() -> int:
     p.add_argument("--data", default=str(ROOT / "runs/demo/data"))
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--model", default="embedded:smollm2-135m-instruct")
+    # Packed rows are always max_length long; on the CPU, attention at 6K tokens per row
+    # needs ~16 GB (seen: OOM-killed beside another job on a 24 GB machine), so the
+    # benchmark compares the variants at 4K.
+    p.add_argument("--max-length", type=int, default=4096)
     args = p.parse_args()
 
     from doctrine.config import load_config
@@ -49,6 +53,7 @@ def main() -> int:
     for name, extra in variants:
         recipe = load_config(ROOT / "configs/train/demo.yaml", TrainRecipe, [
             f"data.dir={data}", f"model.spec={args.model}", f"trainer.max_steps={args.steps}",
+            f"data.max_length={args.max_length}",
             "trainer.save_steps=100000", "trainer.eval_steps=null", "trainer.logging_steps=1", *extra])
         stage = run_training(recipe, tmp / name.split()[0], log=lambda *a: None)
         m = json.loads((stage / "metrics.json").read_text())
