@@ -153,13 +153,15 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
                    doctrine: Any = None, horizon: int = 2, seed: int = 0,
                    label_config: LabelConfig | None = None, count_tokens: CountTokens | None = None,
                    stats: ReplayStats | None = None, run_dir: str | None = None,
-                   labeler: Any = None) -> Iterator[DecisionSample]:
+                   labeler: Any = None, nudge_style: str = "list") -> Iterator[DecisionSample]:
     """Drive ``session`` through the kernel and yield one labelled sample per decision point.
 
     Deterministic: the same session, settings and seed give byte-identical samples
     (``DecisionSample.to_json``). ``stats`` (if given) collects the counts, skipped points
     by reason included. ``run_dir`` is where a proxy-style decompress may write a file.
     ``labeler`` replaces ``label_decision`` (same signature), e.g. a teacher model.
+    ``nudge_style="none"`` never shows a nudge (the kernel still decides, silently), so every
+    label is a spontaneous compression, a recovery or an ordinary turn.
     """
     label_fn = labeler or label_decision
     if doctrine is None:
@@ -177,7 +179,7 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
     system_prompt = render_system_prompt(doctrine, prompt_mode, base_prompt)
     tools = tool_schemas(doctrine, prompt_mode, host=cfg.tools_host) + copy.deepcopy(list(session.tools))
     fixed = count(system_prompt) + count(json.dumps(tools, ensure_ascii=False, sort_keys=True))
-    nudge_fn = nudge_text_for(doctrine, prompt_mode)
+    nudge_fn = nudge_text_for(doctrine, prompt_mode, nudge_style)
     units = tool_units(msgs)
     run_dir = run_dir or os.path.join(tempfile.gettempdir(), "dtw-replay")
 

@@ -72,3 +72,12 @@ def test_length_filter_and_mixture_are_counted(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["counts"]["rejects"].get("too_long", 0) > 0
     assert "ordinary" not in manifest["counts"]["kinds"]["train"]
+
+
+def test_nudge_style_none_reaches_the_replay(built, tmp_path):
+    shown = json.loads((built / "manifest.json").read_text())["counts"]["kinds"]
+    nudged = {"nudged_compress", "refusal", "tier2", "tier3", "emergency"}
+    assert any(k in nudged for split in shown.values() for k in split)
+    out = build_curriculum(small("nudge_style=none"), tmp_path / "d", log=lambda *a: None, progress=False)
+    kinds = json.loads((out / "manifest.json").read_text())["counts"]["kinds"]
+    assert kinds["train"] and not {k for split in kinds.values() for k in split} & nudged

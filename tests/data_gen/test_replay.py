@@ -182,3 +182,14 @@ def test_gate_presets():
     assert set(GATES) == {"default", "aggressive"}
     with pytest.raises(ValueError):
         kernel_config_for(8192, "extreme")
+
+
+def test_nudge_style_none_shows_no_nudge(session, doctrine, samples):
+    assert any(s.meta["nudge"]["shown"] for s in samples)  # the same replay with nudges shows some
+    quiet = list(replay_session(session, window=8192, gate="aggressive", doctrine=doctrine, horizon=2, seed=0,
+                                nudge_style="none"))
+    assert quiet
+    for s in quiet:
+        assert not s.meta["nudge"]["shown"]
+        assert s.meta["kind"] in {"spontaneous_compress", "recovery", "ordinary"}, s.meta["kind"]
+        assert_unprotected(s)
