@@ -64,4 +64,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(out)
+    from doctrine.pipeline import print_results
+
+    print_results(out)
     return 0

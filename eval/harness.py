@@ -164,7 +164,9 @@ def run_eval(recipe: EvalRecipe, out: str | Path, *, backend: Backend | None = N
                           started_at=t0, wall_s=round(time.time() - t0, 3))
             atomic_write_json(case_path(out, job.arm, job.case_id, job.seed), result)
 
-        with ThreadPoolExecutor(max_workers=recipe.concurrency) as pool:
+        log(f"eval: {len(todo)} cases to run ({skipped} already done) with the {be.name} backend")
+        with ThreadPoolExecutor(max_workers=recipe.concurrency) as pool, \
+                _progress(len(jobs), skipped) as bar:
             futures = {pool.submit(one, j): j for j in todo}
             for fut in as_completed(futures):
                 job = futures[fut]
@@ -173,11 +175,13 @@ def run_eval(recipe: EvalRecipe, out: str | Path, *, backend: Backend | None = N
                     with done_lock:
                         ran += 1
                         _status(out, len(jobs), skipped + ran, False)
+                    bar.set_postfix_str(f"{job.arm} {job.workload}", refresh=False)
                 except Exception as exc:  # noqa: BLE001 - one failed job must not lose the others
                     failed.append({"arm": job.arm, "case_id": job.case_id, "seed": str(job.seed),
                                    "error": f"{type(exc).__name__}: {exc}"})
                     log(f"eval: case {job.arm}/{job.case_id} s{job.seed} failed: {exc}")
                     log(traceback.format_exc(limit=3))
+                bar.update(1)
         if own_backend:
             be.close()
     summary = RunSummary(len(jobs), skipped + ran, skipped, ran, failed)
@@ -196,6 +200,13 @@ def run_eval(recipe: EvalRecipe, out: str | Path, *, backend: Backend | None = N
     else:
         log(f"eval: incomplete, {summary.done}/{len(jobs)} cases done ({len(failed)} failed); rerun to resume")
     return summary
+
+
+def _progress(total: int, done: int):
+    """A tqdm bar over cases (stderr; one line per update when not a terminal)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=done, desc="eval cases", unit="case", mininterval=1.0)
 
 
 def _status(out: Path, total: int, done: int, complete: bool, failed: list | None = None) -> None:

@@ -31,13 +31,23 @@ from doctrine.runs import (
 )
 from eval.metrics import aggregate, by_kind
 
-__all__ = ["ReportError", "build_report", "summarise_run"]
+__all__ = ["ReportError", "build_report", "headline_table", "summarise_run"]
 
 SCRIPTED_COLS = ["cases", "calls", "model_calls", "billed_tokens", "mean_context", "peak_context",
                  "compressions_succeeded", "compressions_attempted", "refetches", "recovery_calls", "probe_accuracy",
                  "evidence_survival", "doctrine_tokens", "malformed_calls", "kernel_errors", "prefix_cache_hit_rate"]
+MARATHON_COLS = SCRIPTED_COLS[:11] + ["probe_score", "deep_items_correct", "summary_conformance"] + SCRIPTED_COLS[11:]
+PROBES_COLS = ["cases", "questions", "accuracy", "evidence_survival", "model_calls", "billed_tokens", "mean_context",
+               "peak_context", "compressions_succeeded", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
 HELD_OUT_COLS = ["cases", "kind_correct", "tool_call_valid", "range_valid", "range_overlap", "conformance_score",
                  "conformance_passed", "prompt_tokens", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
+COLUMNS = {"scripted": SCRIPTED_COLS, "marathon": MARATHON_COLS, "probes": PROBES_COLS, "held_out": HELD_OUT_COLS}
+SESSION_WORKLOADS = ("marathon", "scripted")  # replayed sessions: context series and per-arm bars
+# The results-at-a-glance table: (column, workload, metric); "calls" columns come from every call.
+HEADLINE = [("decision_acc", "held_out", "kind_correct"), ("summary_conf", "held_out", "conformance_score"),
+            ("marathon_probe", "marathon", "probe_score"), ("billed_tokens", "marathon", "billed_tokens"),
+            ("peak_context", "marathon", "peak_context"), ("recall_probes", "probes", "accuracy"),
+            ("prompt_tok/call", "calls", "prompt_per_call"), ("doctrine_share", "calls", "doctrine_share")]
 ARM_ORDER = ["full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", "auto_compact", "micro_auto",
              "deterministic", "doctrine", "base_slim", "distilled"]
 
@@ -77,10 +87,48 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
             entry["arms"][arm] = aggregate(rows)
             if wl == "held_out":
                 entry["by_kind"][arm] = by_kind(rows)
-        if wl == "scripted":
+        if wl in SESSION_WORKLOADS:
             entry["series"] = _series(arms)
         out["workloads"][wl] = entry
+    out["calls"] = _call_totals(results)
     return out
+
+
+def _call_totals(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per arm over every real model call of every workload: how many, prompt tokens per
+    call, and the share of those prompt tokens that was doctrine text (system prompt rules,
+    nudges, tool descriptions the doctrine writes)."""
+    sums: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for r in results:
+        for c in r.get("calls", []):
+            if c.get("real", True):
+                s = sums[r["arm"]]
+                s[0] += 1
+                s[1] += int(c.get("prompt_tokens") or 0)
+                s[2] += int(c.get("doctrine_tokens") or 0)
+    return {arm: {"model_calls": n, "prompt_tokens": p, "doctrine_tokens": d,
+                  "prompt_per_call": p / n if n else None, "doctrine_per_call": d / n if n else None,
+                  "doctrine_share": d / p if p else None}
+            for arm, (n, p, d) in sorted(sums.items(), key=lambda kv: _arm_key(kv[0]))}
+
+
+def headline_table(summary: dict[str, Any]) -> list[list[str]]:
+    """One row per arm with the figures people look at first (see ``HEADLINE``); columns
+    whose workload did not run are left out."""
+    wls = summary.get("workloads", {})
+    calls = summary.get("calls", {})
+    arms = sorted({a for e in wls.values() for a in e.get("arms", {})} | set(calls), key=_arm_key)
+    cols = [(name, wl, key) for name, wl, key in HEADLINE
+            if (wl == "calls" and calls) or any(key in r for r in wls.get(wl, {}).get("arms", {}).values())]
+    table = [["arm"] + [c[0] for c in cols]]
+    for arm in arms:
+        row = [arm]
+        for _, wl, key in cols:
+            src = calls.get(arm, {}) if wl == "calls" else wls.get(wl, {}).get("arms", {}).get(arm, {})
+            v = src.get(key)
+            row.append(f"{v:.0%}" if key == "doctrine_share" and v is not None else _fmt(v))
+        table.append(row)
+    return table
 
 
 def _series(arms: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -90,11 +138,26 @@ def _series(arms: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     for arm, rs in arms.items():
         for r in rs:
             if (r["case_id"], r["seed"]) == first:
-                series[arm] = [c["retained_tokens"] for c in r["calls"] if c.get("purpose") != "summary"]
+                series[arm] = [c.get("retained_tokens", 0) for c in r["calls"] if c.get("purpose") != "summary"]
     return {"case": first[0], "seed": first[1], "context": series}
 
 
 # ----------------------------------------------------------------------------- rendering
+
+
+GLANCE_NOTE = ("decision_acc: share of held-out decisions of the labeled kind; summary_conf: conformance "
+               "score of the summaries written there; marathon_probe: graded marathon probe score; "
+               "billed_tokens and peak_context: over the marathon; recall_probes: probe answers correct; "
+               "prompt_tok/call and doctrine_share: over every real model call of the arm (doctrine_share is "
+               "the part of each prompt that was doctrine text: rules, nudges, tool descriptions).")
+
+
+def _columns(wl: str, arms: dict[str, dict[str, Any]]) -> list[str]:
+    """The workload's columns; an unknown workload shows every numeric metric it has."""
+    if wl in COLUMNS:
+        return COLUMNS[wl]
+    keys = sorted({k for r in arms.values() for k, v in r.items() if isinstance(v, (int, float))} - {"cases"})
+    return ["cases"] + keys
 
 
 def _fmt(v: Any) -> str:
@@ -143,28 +206,46 @@ def _plots(summary: dict[str, Any]) -> dict[str, bytes]:
         plt.close(fig)
         pngs[name] = buf.getvalue()
 
-    sc = summary["workloads"].get("scripted")
-    if sc:
+    for wl in SESSION_WORKLOADS:
+        sc = summary["workloads"].get(wl)
+        if not sc:
+            continue
         fig, ax = plt.subplots(figsize=(8, 4))
         for arm in sorted(sc["series"]["context"], key=_arm_key):
             ax.plot(sc["series"]["context"][arm], label=arm, linewidth=1.2)
         ax.set_xlabel("call")
         ax.set_ylabel("context tokens")
-        ax.set_title(f"Context per call, {sc['series']['case']}")
+        ax.set_title(f"{wl}: context per call, {sc['series']['case']}")
         ax.legend(fontsize=7, ncol=2)
-        save(fig, "context_per_call.png")
+        save(fig, f"{wl}_context_per_call.png")
         arms = list(sc["arms"])
         fig, ax = plt.subplots(figsize=(8, 3.5))
         ax.bar(arms, [sc["arms"][a].get("billed_tokens", 0) for a in arms], color="#4a7ab0")
         ax.set_ylabel("billed tokens (prompt + completion)")
+        ax.set_title(wl)
         ax.tick_params(axis="x", rotation=45)
-        save(fig, "billed_tokens.png")
+        save(fig, f"{wl}_billed_tokens.png")
+        metric = "probe_score" if wl == "marathon" else "probe_accuracy"
         fig, ax = plt.subplots(figsize=(8, 3.5))
-        ax.bar(arms, [sc["arms"][a].get("probe_accuracy") or 0 for a in arms], color="#5a9e5a")
+        ax.bar(arms, [sc["arms"][a].get(metric) or 0 for a in arms], color="#5a9e5a")
         ax.set_ylim(0, 1.05)
-        ax.set_ylabel("probe accuracy")
+        ax.set_ylabel(metric.replace("_", " "))
+        ax.set_title(wl)
         ax.tick_params(axis="x", rotation=45)
-        save(fig, "probe_accuracy.png")
+        save(fig, f"{wl}_{metric}.png")
+    calls = summary.get("calls")
+    if calls:
+        arms = list(calls)
+        fig, ax = plt.subplots(figsize=(8, 3.5))
+        per_call = [calls[a]["prompt_per_call"] or 0 for a in arms]
+        doc = [calls[a]["doctrine_per_call"] or 0 for a in arms]
+        ax.bar(arms, [p - d for p, d in zip(per_call, doc, strict=True)], color="#4a7ab0", label="conversation")
+        ax.bar(arms, doc, bottom=[p - d for p, d in zip(per_call, doc, strict=True)], color="#c0504d",
+               label="doctrine text")
+        ax.set_ylabel("prompt tokens per model call")
+        ax.legend(fontsize=8)
+        ax.tick_params(axis="x", rotation=45)
+        save(fig, "doctrine_per_call.png")
     ho = summary["workloads"].get("held_out")
     if ho:
         arms = list(ho["arms"])
@@ -185,7 +266,7 @@ def _plots(summary: dict[str, Any]) -> dict[str, bytes]:
 def _side_by_side(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[list[str]]]:
     out = {}
     for wl in sorted(set(a["workloads"]) | set(b["workloads"])):
-        cols = SCRIPTED_COLS if wl == "scripted" else HELD_OUT_COLS
+        cols = _columns(wl, {**a["workloads"].get(wl, {}).get("arms", {}), **b["workloads"].get(wl, {}).get("arms", {})})
         arms_a = a["workloads"].get(wl, {}).get("arms", {})
         arms_b = b["workloads"].get(wl, {}).get("arms", {})
         table = [["arm", "metric", "this run", "other run", "delta"]]
@@ -218,9 +299,11 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
     if summary.get("doctrine"):
         d = summary["doctrine"]
         md += [f"Doctrine {d.get('version')} ({str(d.get('sha256'))[:12]}).", ""]
+    glance = summary["glance"] = headline_table(summary)
+    md += ["## Results at a glance", "", _md(glance), "", GLANCE_NOTE, ""]
+    parts_html += ["<h2>Results at a glance</h2>", _html_table(glance), f"<p>{html.escape(GLANCE_NOTE)}</p>"]
     for wl, entry in summary["workloads"].items():
-        cols = SCRIPTED_COLS if wl == "scripted" else HELD_OUT_COLS
-        t = _table(entry["arms"], cols)
+        t = _table(entry["arms"], _columns(wl, entry["arms"]))
         md += [f"## {wl}", "", _md(t), ""]
         parts_html += [f"<h2>{html.escape(wl)}</h2>", _html_table(t)]
         for arm, kinds in entry.get("by_kind", {}).items():

@@ -82,6 +82,32 @@ def load_rows(data_dir: str | Path, split: str = "test", limit: int | None = Non
     return rows
 
 
+def select_rows(rows: list[dict[str, Any]], *, kinds: list[str] | None = None, per_kind: int | None = None,
+                windows: list[int] | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    """Rows in file order whose ``meta.kind`` is in ``kinds`` and ``meta.window`` in
+    ``windows`` (either unset: any), at most ``per_kind`` of each kind, at most ``limit``
+    in all. ``per_kind: 1`` over the kinds gives a small eval that still sees each decision."""
+    wanted = set(kinds) if kinds else None
+    sizes = {int(w) for w in windows} if windows else None
+    seen: dict[str, int] = {}
+    out = []
+    for r in rows:
+        kind = str(r["meta"].get("kind"))
+        if wanted is not None and kind not in wanted:
+            continue
+        if sizes is not None and r["meta"].get("window") not in sizes:
+            continue
+        if per_kind is not None and seen.get(kind, 0) >= int(per_kind):
+            continue
+        seen[kind] = seen.get(kind, 0) + 1
+        out.append(r)
+        if limit is not None and len(out) >= int(limit):
+            break
+    if kinds:  # order by the recipe's kind list, so the cases read in that order
+        out.sort(key=lambda r: list(kinds).index(str(r["meta"].get("kind"))))
+    return out
+
+
 def classify(message: dict[str, Any], nudge_present: bool) -> str:
     """The decision kind of an assistant message (the context says whether a nudge was shown)."""
     names = [(c.get("function") or {}).get("name") for c in message.get("tool_calls") or []]
@@ -194,7 +220,12 @@ class HeldOutWorkload:
         data_dir = Path(self.settings.get("data_dir", "."))
         if not data_dir.is_absolute() and base_dir is not None and not data_dir.exists():
             data_dir = base_dir / data_dir
-        self.rows = load_rows(data_dir, self.settings.get("split", "test"), self.settings.get("limit"))
+        picks = {k: self.settings.get(k) for k in ("kinds", "per_kind", "windows")}
+        if any(v is not None for v in picks.values()):
+            rows = load_rows(data_dir, self.settings.get("split", "test"))
+            self.rows = select_rows(rows, **picks, limit=self.settings.get("limit"))
+        else:
+            self.rows = load_rows(data_dir, self.settings.get("split", "test"), self.settings.get("limit"))
 
     def cases(self) -> list[Case]:
         out = []

@@ -4,7 +4,9 @@ The session's own task actions are replayed message by message. Before every ass
 message the arm builds the context a real agent call would send; that call is *billed*
 (prompt tokens of the arm's context + the replayed message's tokens) without running the
 model. The model under test is really called only where the arm gives it a decision: at
-each step boundary and at every shown nudge (kernel arms: compress, decline or recover),
+each step boundary and at every shown nudge (kernel arms: compress, decline or recover;
+``decide_at: nudge`` skips the step-boundary call when no nudge is shown and
+``max_decisions_per_step`` caps the calls per step, for slow CPU runs),
 to write a summary (auto-compaction, deterministic engine), and to answer probe steps.
 
 Per case: calls, billed tokens, mean/peak context, compressions succeeded/attempted,
@@ -61,6 +63,7 @@ class ScriptedWorkload:
 
     def __init__(self, settings: dict[str, Any], base_dir: Path | None = None):
         self.settings = dict(settings)
+        decision_settings(self.settings)  # a bad value fails before any case runs
         self.sessions = load_sessions(self.settings, base_dir)
 
     def cases(self) -> list[Case]:
@@ -70,7 +73,24 @@ class ScriptedWorkload:
         return arm in ARMS
 
     def run_case(self, case: Case, arm: str, seed: int, ctx: RunContext) -> dict[str, Any]:
-        return run_session(case.payload, arm, seed, ctx)
+        return run_session(case.payload, arm, seed, ctx, **decision_settings(self.settings))
+
+
+DECIDE_AT = ("step", "nudge")
+
+
+def decision_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The workload settings that bound a kernel arm's decision calls (slow CPU runs):
+    ``decide_at`` ``step`` (default: ask at every step boundary) or ``nudge`` (only where a
+    nudge is shown), and ``max_decisions_per_step`` (default: no cap; once reached, the rest
+    of the step replays without asking, nudge or not)."""
+    value = str(settings.get("decide_at", "step"))
+    if value not in DECIDE_AT:
+        raise ValueError(f"decide_at must be one of {', '.join(DECIDE_AT)}, got {value!r}")
+    cap = settings.get("max_decisions_per_step")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        raise ValueError(f"max_decisions_per_step must be a positive integer, got {cap!r}")
+    return {"decide_at": value, "max_decisions_per_step": cap}
 
 
 def _env(session: Any, ctx: RunContext, summarise) -> ArmEnv:
@@ -84,8 +104,13 @@ def _env(session: Any, ctx: RunContext, summarise) -> ArmEnv:
                   kernel_overrides=dict(ctx.kernel_overrides), gate=ctx.gate, **extra)
 
 
-def run_session(session: Any, arm: str, seed: int, ctx: RunContext) -> dict[str, Any]:
-    """Drive one session through one arm; returns the case result (records + metrics)."""
+def run_session(session: Any, arm: str, seed: int, ctx: RunContext, decide_at: str = "step",
+                max_decisions_per_step: int | None = None) -> dict[str, Any]:
+    """Drive one session through one arm; returns the case result (records + metrics).
+
+    ``decide_at="nudge"`` calls a kernel arm's model at a step boundary only when a nudge is
+    shown there (spontaneous compressions between nudges are then not measured);
+    ``max_decisions_per_step`` caps the decision and nudge calls per task step."""
     info, arm_fn, backend = ARM_INFO[arm], ARMS[arm], ctx.backend
     calls: list[dict[str, Any]] = []
     probes: list[dict[str, Any]] = []
@@ -145,13 +170,20 @@ def run_session(session: Any, arm: str, seed: int, ctx: RunContext) -> dict[str,
             if f.id in step.uses and f.message < lo and not contains(seen, f.text):
                 refetches += 1
         stands_in = False  # a real decision call took the place of the next task call
-        if info.nudges:
+        asked = 0
+
+        def may_ask() -> bool:
+            return max_decisions_per_step is None or asked < max_decisions_per_step
+
+        if info.nudges and (decide_at == "step" or view.nudge_shown) and may_ask():
+            asked += 1
             stands_in = not decide(step.index, "decision", view)
         for i in range(opener, step.end):
             m = msgs[i]
             if m.get("role") == "assistant":
                 view = arm_fn(state, env)
-                if info.nudges and view.nudge_shown and not stands_in:
+                if info.nudges and view.nudge_shown and not stands_in and may_ask():
+                    asked += 1
                     if decide(step.index, "nudge", view):
                         view = arm_fn(state, env)
                     else:

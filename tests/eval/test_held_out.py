@@ -112,3 +112,17 @@ def test_classify():
     assert classify(call("search_context"), False) == "recover"
     assert classify({"content": "later"}, True) == "refuse"
     assert classify(call("bash"), False) == "ordinary"
+
+
+def test_select_rows_per_kind_and_window():
+    from eval.workloads.held_out import select_rows
+
+    rows = [{"meta": {"kind": k, "window": w, "n": i}} for i, (k, w) in enumerate(
+        [("ordinary", 2048), ("emergency", 2048), ("ordinary", 2048), ("refusal", 4096), ("emergency", 4096),
+         ("refusal", 2048), ("nudged_compress", 4096)])]
+    got = select_rows(rows, kinds=["refusal", "ordinary", "nudged_compress"], per_kind=1)
+    assert [r["meta"]["n"] for r in got] == [3, 0, 6]  # recipe kind order, first of each in file order
+    got = select_rows(rows, kinds=["refusal", "emergency"], per_kind=1, windows=[2048])
+    assert [r["meta"]["n"] for r in got] == [5, 1]
+    assert [r["meta"]["n"] for r in select_rows(rows, per_kind=2, limit=3)] == [0, 1, 2]
+    assert select_rows(rows, kinds=["tier3"]) == []

@@ -45,11 +45,12 @@ def test_smoke_end_to_end(smoke_run, tmp_path):
     p = sh("report", str(smoke_run))
     assert p.returncode == 0, p.stderr
     rep = smoke_run.parent / "report"
-    for name in ("report.md", "report.html", "report.json", "manifest.json", "context_per_call.png",
-                 "billed_tokens.png", "accuracy_by_kind.png", "probe_accuracy.png"):
+    for name in ("report.md", "report.html", "report.json", "manifest.json", "scripted_context_per_call.png",
+                 "scripted_billed_tokens.png", "accuracy_by_kind.png", "scripted_probe_accuracy.png",
+                 "doctrine_per_call.png"):
         assert (rep / name).is_file(), name
     html = (rep / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 4 and "src=\"http" not in html
+    assert html.count("data:image/png;base64,") == 5 and "src=\"http" not in html
     data = json.loads((rep / "report.json").read_text())
     assert data["complete"] is True
     assert set(data["workloads"]["scripted"]["arms"]) == {
@@ -85,3 +86,42 @@ def test_bad_inputs(tmp_path):
     assert p.returncode == 2 and "unknown arms" in p.stderr
     p = sh("report", str(tmp_path / "missing"))
     assert p.returncode == 2
+
+
+def _case(root: Path, arm: str, workload: str, n: int, metrics: dict, calls: list[tuple[int, int]]) -> None:
+    path = root / "cases" / arm / f"{workload}.{n:05d}__s0.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    recs = [{"purpose": "decision", "real": True, "prompt_tokens": p, "doctrine_tokens": d} for p, d in calls]
+    recs.append({"purpose": "task", "real": False, "prompt_tokens": 9999, "doctrine_tokens": 9999})
+    path.write_text(json.dumps({"status": "done", "arm": arm, "workload": workload, "case_id": f"{workload}.{n}",
+                                "seed": 0, "metrics": metrics, "calls": recs}))
+
+
+def test_results_at_a_glance_and_workload_columns(tmp_path):
+    from eval.report import headline_table, summarise_run
+
+    run = tmp_path / "eval"
+    _case(run, "doctrine", "held_out", 0, {"kind_correct": True}, [(5000, 3000)])
+    _case(run, "doctrine", "held_out", 1, {"kind_correct": False}, [(3000, 1000)])
+    _case(run, "distilled", "held_out", 0, {"kind_correct": True}, [(2000, 200)])
+    _case(run, "distilled", "marathon", 0, {"probe_score": 0.25, "billed_tokens": 70000, "peak_context": 4100,
+                                            "summary_conformance": 0.5}, [(2000, 300), (2400, 100)])
+    summary = summarise_run(run)
+    calls = summary["calls"]
+    # Simulated (real=False) calls never count; shares are over prompt tokens of real calls.
+    assert calls["doctrine"] == {"model_calls": 2, "prompt_tokens": 8000, "doctrine_tokens": 4000,
+                                 "prompt_per_call": 4000.0, "doctrine_per_call": 2000.0, "doctrine_share": 0.5}
+    assert calls["distilled"]["model_calls"] == 3 and calls["distilled"]["doctrine_share"] == 600 / 6400
+    table = headline_table(summary)
+    head, *rows = table
+    assert head == ["arm", "decision_acc", "marathon_probe", "billed_tokens", "peak_context", "prompt_tok/call",
+                    "doctrine_share"]  # summary_conf and recall_probes did not run: no columns
+    assert rows[0] == ["doctrine", "0.500", "–", "–", "–", "4,000", "50%"]
+    assert rows[1] == ["distilled", "1.000", "0.250", "70,000", "4,100", "2,133", "9%"]
+    out = build_report(run, out=tmp_path / "report")
+    md = (out / "report.md").read_text()
+    assert md.index("## Results at a glance") < md.index("## held_out")
+    marathon = md[md.index("## marathon"):]
+    assert "probe_score" in marathon and "summary_conformance" in marathon and "kind_correct" not in marathon
+    assert (out / "marathon_context_per_call.png").is_file() and (out / "doctrine_per_call.png").is_file()
+    assert "INCOMPLETE" in md  # no eval manifest: never reported as complete

@@ -93,3 +93,34 @@ def test_oracle_rule_without_labeler(doctrine, session, monkeypatch):
     m = r["metrics"]
     assert m["oracle_labeler_points"] == 0 and m["oracle_rule_points"] > 0
     assert m["compressions_succeeded"] >= 1 and m["probe_accuracy"] == 1.0
+
+
+def _asked(result) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for c in result["calls"]:
+        if c["purpose"] in ("decision", "nudge"):
+            out[c["step"]] = out.get(c["step"], 0) + 1
+    return out
+
+
+def test_decision_call_settings_bound_the_model_calls(doctrine, session):
+    from eval.workloads.scripted import decision_settings
+
+    # A small window keeps the kernel nudging, so the unbounded run asks several times a step.
+    c = ctx(doctrine, window=3000)
+    every = run_session(session, "distilled", 0, c)
+    assert max(_asked(every).values()) > 1
+    at_nudges = run_session(session, "distilled", 0, c, decide_at="nudge")
+    for call in at_nudges["calls"]:
+        if call["purpose"] in ("decision", "nudge"):
+            assert call["nudge_shown"]
+    capped = run_session(session, "distilled", 0, c, decide_at="nudge", max_decisions_per_step=1)
+    assert _asked(capped) and max(_asked(capped).values()) == 1
+    assert capped["metrics"]["model_calls"] < every["metrics"]["model_calls"]
+    # Probes are still asked, and every assistant turn is still billed.
+    assert capped["metrics"]["probes"] == every["metrics"]["probes"]
+    assert capped["metrics"]["calls"] >= sum(1 for m in session.messages if m["role"] == "assistant") - 1
+    assert decision_settings({}) == {"decide_at": "step", "max_decisions_per_step": None}
+    for bad in ({"decide_at": "always"}, {"max_decisions_per_step": 0}, {"max_decisions_per_step": "2"}):
+        with pytest.raises(ValueError):
+            decision_settings(bad)
