@@ -19,7 +19,7 @@ from doctrine.runs import atomic_write_text, write_manifest
 from .curriculum import (SPLITS, apply_mixture, assign_split, dedupe, normalise_sample, order_by_stage,
                          token_percentiles, write_split)
 from .recipe import DataRecipe
-from .session import Session, SessionError
+from doctrine.session import Session, SessionError
 
 __all__ = ["build_curriculum", "collect_sessions", "sample_tokens"]
 

@@ -46,7 +46,7 @@ def set_f1(predicted: Iterable[Any], reference: Iterable[Any]) -> dict[str, floa
 
 
 def _strings(value: Any) -> list[str]:
-    from data_gen.session import string_values
+    from doctrine.session import string_values
 
     return string_values(value)
 

@@ -1,4 +1,4 @@
-"""Session sources: each module turns one kind of input into ``data_gen.session.Session``.
+"""Session sources: each module turns one kind of input into ``doctrine.session.Session``.
 
 | module | input |
 |---|---|

@@ -7,7 +7,7 @@ Three stages, each usable alone:
    or a hub id streamed through ``datasets`` at a pinned revision.
 2. ``convert_row``: one raw row to OpenAI-format ``messages`` + ``tools`` + ``meta``, or a
    ``Rejected`` with a stable reason key. It never raises on a bad row.
-3. ``to_session``: a converted row to ``data_gen.session.Session``, with steps and facts
+3. ``to_session``: a converted row to ``doctrine.session.Session``, with steps and facts
    derived by hindsight.
 
 Conversion rules (those of the compaction-benchmark article, section 4.3):
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from data_gen.session import Fact, Session, SessionError, Step, string_values
+from doctrine.session import Fact, Session, SessionError, Step, string_values
 
 __all__ = [
     "DATASET_ID",

@@ -1,6 +1,6 @@
 """Seeded synthetic coding-agent sessions in five workload families.
 
-``generate(family, seed, size)`` returns a validated :class:`~data_gen.session.Session`
+``generate(family, seed, size)`` returns a validated :class:`~doctrine.session.Session`
 whose facts know, by construction, which message introduced them and which later steps
 use them. Same (family, seed, size) gives a byte-identical ``to_json()`` in any process.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from ..session import Session
+from doctrine.session import Session
 from . import data_analysis, dep_migration, log_triage, py_bughunt, ts_repo
 from ._tools import DEFAULT_SIZE, TOOLS, SessionSize
 

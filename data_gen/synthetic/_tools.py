@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..session import FACT_KINDS, Fact, Session, Step, message_text
+from doctrine.session import FACT_KINDS, Fact, Session, Step, message_text
 
 __all__ = ["DEFAULT_SIZE", "TOOLS", "SYSTEM_PROMPT", "SessionBuilder", "SessionSize", "link", "session_id"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from ..session import Session
+from doctrine.session import Session
 from ._render import bash_output, cat_n, log_line, tick
 from ._text import Picker
 from ._tools import DEFAULT_SIZE, SessionBuilder, SessionSize, session_id

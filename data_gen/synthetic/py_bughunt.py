@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..session import Session
+from doctrine.session import Session
 from ._code import py_module
 from ._render import (
     Repo,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from ..session import Session
+from doctrine.session import Session
 from ._code import ts_module
 from ._render import (
     Repo,

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from data_gen.session import string_values
+from doctrine.session import string_values
 
 SESSION_PREFIX = "s"
 ACTION_PREFIX = "a"

@@ -11,7 +11,7 @@ import json
 import random
 from typing import Any
 
-from data_gen.session import Fact, Session, Step
+from doctrine.session import Fact, Session, Step
 
 TASK_TOOLS = [{"type": "function", "function": {
     "name": "bash", "description": "Run a shell command.",

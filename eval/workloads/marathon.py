@@ -1,6 +1,6 @@
 """The Session Marathon: 18 serial tasks over an in-memory TypeScript repository, 6 passes.
 
-One marathon is ONE long ``data_gen.session.Session`` (later passes must remember what
+One marathon is ONE long ``doctrine.session.Session`` (later passes must remember what
 earlier passes did, so the passes cannot be separate sessions); ``marathon_sessions``
 returns it in a one-element list so it drops into the scripted driver's case list.
 
@@ -39,7 +39,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from data_gen.session import Fact, Session, Step
+from doctrine.session import Fact, Session, Step
 from eval.workloads import marathon_content as mc
 from eval.workloads.ts_repo import TestCheck, TsRepo
 

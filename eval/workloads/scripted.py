@@ -1,4 +1,4 @@
-"""The scripted-session driver: replay a ``data_gen.session.Session`` through an arm.
+"""The scripted-session driver: replay a ``doctrine.session.Session`` through an arm.
 
 The session's own task actions are replayed message by message. Before every assistant
 message the arm builds the context a real agent call would send; that call is *billed*
@@ -33,7 +33,7 @@ from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply
 def load_sessions(settings: dict[str, Any], base_dir: Path | None = None) -> list[Any]:
     """Sessions from ``sessions`` (JSONL files of ``Session.to_json``) and/or ``families``
     (``data_gen.synthetic.generate(family, seed, size)`` over ``session_seeds``)."""
-    from data_gen.session import Session, SessionError
+    from doctrine.session import Session, SessionError
 
     out = []
     paths = settings.get("sessions") or []

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from data_gen.session import Session
+from doctrine.session import Session
 from data_gen.sources.swe_rebench import (
     LICENSE,
     ConvertedTrajectory,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from data_gen.session import Fact, Session, Step, message_text
+from doctrine.session import Fact, Session, Step, message_text
 from data_gen.synthetic import FAMILIES, SessionSize, generate
 from data_gen.synthetic._tools import SessionBuilder, link
 

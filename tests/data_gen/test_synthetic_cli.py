@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from data_gen.__main__ import main
-from data_gen.session import Session
+from doctrine.session import Session
 from data_gen.synthetic import FAMILIES, SessionSize, generate
 
 TINY = ["--steps", "4", "--lines", "3,9", "--probes", "1"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import types
 from pathlib import Path
 
-from doctrine.kernel.readers import (
+from doctrine.kernel.logs import (
     PENDING_MAX_LINES,
     CompressEvent,
     LogStats,
@@ -13,8 +13,8 @@ from doctrine.kernel.readers import (
     iter_log,
     parse_kv,
     read_log,
-    read_state_file,
 )
+from doctrine.kernel.readers import read_state_file
 
 FIX = Path(__file__).parent / "fixtures" / "states"
 PI_LOG = FIX / "logs" / "acp.log"

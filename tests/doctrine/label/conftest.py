@@ -18,7 +18,7 @@ import json
 import pytest
 
 from data_gen.replay import kernel_config_for
-from data_gen.session import Fact, Session, Step
+from doctrine.session import Fact, Session, Step
 from doctrine.kernel.state import CompressionState
 from doctrine.label.needed import session_msg_id
 from doctrine.label.point import build_point

@@ -192,7 +192,7 @@ def test_replay_counts_the_points_it_cannot_label(session, doctrine):
 
 def test_replay_rejects_a_malformed_session(session, doctrine):
     from data_gen.replay import replay_session
-    from data_gen.session import SessionError
+    from doctrine.session import SessionError
 
     session.facts[0].message = 99
     with pytest.raises(SessionError):
