@@ -47,7 +47,8 @@ SESSION_WORKLOADS = ("marathon", "scripted")  # replayed sessions: context serie
 HEADLINE = [("decision_acc", "held_out", "kind_correct"), ("summary_conf", "held_out", "conformance_score"),
             ("marathon_probe", "marathon", "probe_score"), ("billed_tokens", "marathon", "billed_tokens"),
             ("peak_context", "marathon", "peak_context"), ("recall_probes", "probes", "accuracy"),
-            ("prompt_tok/call", "calls", "prompt_per_call"), ("doctrine_share", "calls", "doctrine_share")]
+            ("prompt_tok/call", "calls", "prompt_per_call"), ("max_prompt", "calls", "max_prompt"),
+            ("doctrine_share", "calls", "doctrine_share")]
 ARM_ORDER = ["full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", "auto_compact", "micro_auto",
              "deterministic", "doctrine", "base_slim", "distilled"]
 
@@ -98,18 +99,20 @@ def _call_totals(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per arm over every real model call of every workload: how many, prompt tokens per
     call, and the share of those prompt tokens that was doctrine text (system prompt rules,
     nudges, tool descriptions the doctrine writes)."""
-    sums: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    sums: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for r in results:
         for c in r.get("calls", []):
             if c.get("real", True):
                 s = sums[r["arm"]]
+                prompt = int(c.get("prompt_tokens") or 0)
                 s[0] += 1
-                s[1] += int(c.get("prompt_tokens") or 0)
+                s[1] += prompt
                 s[2] += int(c.get("doctrine_tokens") or 0)
-    return {arm: {"model_calls": n, "prompt_tokens": p, "doctrine_tokens": d,
+                s[3] = max(s[3], prompt)
+    return {arm: {"model_calls": n, "prompt_tokens": p, "doctrine_tokens": d, "max_prompt": top,
                   "prompt_per_call": p / n if n else None, "doctrine_per_call": d / n if n else None,
                   "doctrine_share": d / p if p else None}
-            for arm, (n, p, d) in sorted(sums.items(), key=lambda kv: _arm_key(kv[0]))}
+            for arm, (n, p, d, top) in sorted(sums.items(), key=lambda kv: _arm_key(kv[0]))}
 
 
 def headline_table(summary: dict[str, Any]) -> list[list[str]]:
@@ -148,8 +151,10 @@ def _series(arms: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 GLANCE_NOTE = ("decision_acc: share of held-out decisions of the labeled kind; summary_conf: conformance "
                "score of the summaries written there; marathon_probe: graded marathon probe score; "
                "billed_tokens and peak_context: over the marathon; recall_probes: probe answers correct; "
-               "prompt_tok/call and doctrine_share: over every real model call of the arm (doctrine_share is "
-               "the part of each prompt that was doctrine text: rules, nudges, tool descriptions).")
+               "prompt_tok/call, max_prompt and doctrine_share: over every real model call of the arm "
+               "(max_prompt is the longest prompt sent, to compare with the model's context length; "
+               "doctrine_share is the part of the prompt tokens that was doctrine text: rules, nudges, "
+               "tool descriptions).")
 
 
 def _columns(wl: str, arms: dict[str, dict[str, Any]]) -> list[str]:

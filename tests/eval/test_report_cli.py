@@ -109,15 +109,15 @@ def test_results_at_a_glance_and_workload_columns(tmp_path):
     summary = summarise_run(run)
     calls = summary["calls"]
     # Simulated (real=False) calls never count; shares are over prompt tokens of real calls.
-    assert calls["doctrine"] == {"model_calls": 2, "prompt_tokens": 8000, "doctrine_tokens": 4000,
+    assert calls["doctrine"] == {"model_calls": 2, "prompt_tokens": 8000, "doctrine_tokens": 4000, "max_prompt": 5000,
                                  "prompt_per_call": 4000.0, "doctrine_per_call": 2000.0, "doctrine_share": 0.5}
     assert calls["distilled"]["model_calls"] == 3 and calls["distilled"]["doctrine_share"] == 600 / 6400
     table = headline_table(summary)
     head, *rows = table
     assert head == ["arm", "decision_acc", "marathon_probe", "billed_tokens", "peak_context", "prompt_tok/call",
-                    "doctrine_share"]  # summary_conf and recall_probes did not run: no columns
-    assert rows[0] == ["doctrine", "0.500", "–", "–", "–", "4,000", "50%"]
-    assert rows[1] == ["distilled", "1.000", "0.250", "70,000", "4,100", "2,133", "9%"]
+                    "max_prompt", "doctrine_share"]  # summary_conf and recall_probes did not run: no columns
+    assert rows[0] == ["doctrine", "0.500", "–", "–", "–", "4,000", "5,000", "50%"]
+    assert rows[1] == ["distilled", "1.000", "0.250", "70,000", "4,100", "2,133", "2,400", "9%"]
     out = build_report(run, out=tmp_path / "report")
     md = (out / "report.md").read_text()
     assert md.index("## Results at a glance") < md.index("## held_out")
