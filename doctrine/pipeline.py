@@ -68,7 +68,8 @@ def stage_command(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
         return py + ["eval", "run", _need(cfg.eval_recipe, "eval_recipe"), "--out", str(run / "eval"),
                      f"backend.adapter_dir={run / 'adapter'}", f"backend.model={cfg.model}"]
     if stage == "report":
-        return py + ["eval", "report", str(run / "eval"), "--out", str(run / "report")]
+        # --quiet: the pipeline prints the results table itself, once, at the very end.
+        return py + ["eval", "report", str(run / "eval"), "--out", str(run / "report"), "--quiet"]
     raise ConfigError(f"unknown stage {stage!r}")
 
 
@@ -84,7 +85,11 @@ STAGE_RUNNERS: dict[str, Callable[[PipelineConfig, Path], dict]] = {
 }
 
 
-def run_pipeline(cfg: PipelineConfig, *, force: tuple[str, ...] = (), log=print) -> RunDir:
+def _log(line: str) -> None:
+    print(line, flush=True)  # stages write to the same stream from their own processes
+
+
+def run_pipeline(cfg: PipelineConfig, *, force: tuple[str, ...] = (), log=_log) -> RunDir:
     run = RunDir.create(Path(cfg.runs_dir) / cfg.run_name)
     timings = {}
     for stage in cfg.stages:
@@ -143,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, StageFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"run folder: {run.root}")
+    print(f"run folder: {run.root}", flush=True)
     print_results(run.root / "report")
     return 0
 

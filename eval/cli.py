@@ -29,6 +29,7 @@ def register_report(sub) -> None:
     p.add_argument("run_dir", help="an eval output folder (runs/<name>/eval)")
     p.add_argument("--vs", dest="vs", default=None, help="a second eval folder for a side-by-side")
     p.add_argument("--out", default=None, help="report folder (default: RUN_DIR/../report)")
+    p.add_argument("--quiet", action="store_true", help="print only the report folder, not the results table")
     p.set_defaults(func=cmd_report)
 
 
@@ -63,8 +64,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(out)
-    from doctrine.pipeline import print_results
+    print(out, flush=True)
+    if not args.quiet:
+        from doctrine.pipeline import print_results
 
-    print_results(out)
+        print_results(out)
     return 0

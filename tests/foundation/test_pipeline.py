@@ -38,3 +38,24 @@ def test_stage_commands_are_the_documented_ones(project_root, tmp_path):
     assert stage_command(cfg, "adapter", run)[2:] == ["train", "export", str(run)]
     with pytest.raises(ConfigError, match="eval_recipe"):
         stage_command(cfg.model_copy(update={"eval_recipe": None}), "eval", run)
+
+
+def test_results_table_is_printed_from_the_report(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from doctrine.pipeline import print_results
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=200)
+    assert print_results(tmp_path / "report", console) is False  # no report yet: nothing printed
+    assert buf.getvalue() == ""
+    (tmp_path / "report").mkdir()
+    glance = [["arm", "decision_acc", "doctrine_share"], ["doctrine", "0.500", "47%"], ["distilled", "0.250", "11%"]]
+    (tmp_path / "report" / "report.json").write_text(json.dumps({"complete": False, "glance": glance}))
+    assert print_results(tmp_path / "report", console) is True
+    out = buf.getvalue()
+    assert "INCOMPLETE" in out and str(tmp_path / "report" / "report.html") in out
+    for cell in ("decision_acc", "doctrine_share", "distilled", "0.250", "47%"):
+        assert cell in out
