@@ -15,11 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from doctrine.runs import atomic_write_text, write_manifest
-
-from .curriculum import (SPLITS, apply_mixture, assign_split, dedupe, normalise_sample, order_by_stage,
-                         token_percentiles, write_split)
-from .recipe import DataRecipe
 from doctrine.session import Session, SessionError
+
+from .curriculum import (
+    SPLITS,
+    apply_mixture,
+    assign_split,
+    dedupe,
+    normalise_sample,
+    order_by_stage,
+    token_percentiles,
+    write_split,
+)
+from .recipe import DataRecipe
 
 __all__ = ["build_curriculum", "collect_sessions", "sample_tokens"]
 

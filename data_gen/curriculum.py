@@ -109,7 +109,7 @@ def dedupe(samples: list[dict], cfg: Dedupe) -> tuple[list[dict], dict[str, int]
         sig = _minhash(text)
         kind = s["meta"].get("kind")
         cands = {j for b in range(_BANDS) for j in buckets[(kind, b, sig[b * rows:(b + 1) * rows])]}
-        if any(sum(a == c for a, c in zip(sig, sigs[j])) / _PERMS >= cfg.near_threshold for j in cands):
+        if any(sum(a == c for a, c in zip(sig, sigs[j], strict=True)) / _PERMS >= cfg.near_threshold for j in cands):
             removed["near_duplicate"] += 1
             continue
         idx = len(sigs)

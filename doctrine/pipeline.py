@@ -17,8 +17,8 @@ import argparse
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .config import ConfigError, load_for_cli
 from .pipeline_config import PipelineConfig

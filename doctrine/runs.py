@@ -18,11 +18,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 __all__ = [
     "MANIFEST",

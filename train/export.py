@@ -24,7 +24,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from doctrine.runs import RunDir, atomic_write_json, atomic_write_text, read_manifest, write_manifest
+from doctrine.runs import (
+    RunDir,
+    atomic_write_json,
+    atomic_write_text,
+    read_manifest,
+    write_manifest,
+)
 
 from .recipe import VLLM_LORA_RANKS
 
@@ -207,7 +213,6 @@ def export_adapter(run_dir: str | Path, *, merge: bool = False, log=print) -> Pa
 
 def _merge(base_path: Path, adapter: Path, out: Path) -> Path:
     from peft import PeftModel
-
     from transformers import AutoTokenizer
 
     from .models import load_model

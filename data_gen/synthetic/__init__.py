@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable
 
 from doctrine.session import Session
+
 from . import data_analysis, dep_migration, log_triage, py_bughunt, ts_repo
 from ._tools import DEFAULT_SIZE, TOOLS, SessionSize
 

@@ -9,6 +9,7 @@ by the sensitivity check and by the final report. Outputs are tables, mostly rea
 from __future__ import annotations
 
 from doctrine.session import Session
+
 from ._render import bash_output, csv_head, table
 from ._text import Picker
 from ._tools import DEFAULT_SIZE, SessionBuilder, SessionSize, session_id

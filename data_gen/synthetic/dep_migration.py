@@ -10,6 +10,7 @@ comes from pip, greps, file views and test runs; the final step re-checks every 
 from __future__ import annotations
 
 from doctrine.session import Session
+
 from ._code import py_module
 from ._render import Repo, bash_output, grep_output, pytest_run, unified_diff
 from ._text import Picker

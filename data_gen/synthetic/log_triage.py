@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from doctrine.session import Session
+
 from ._render import bash_output, cat_n, log_line, tick
 from ._text import Picker
 from ._tools import DEFAULT_SIZE, SessionBuilder, SessionSize, session_id

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from doctrine.session import Session
+
 from ._code import py_module
 from ._render import (
     Repo,

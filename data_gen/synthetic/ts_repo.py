@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from doctrine.session import Session
+
 from ._code import ts_module
 from ._render import (
     Repo,

@@ -6,12 +6,12 @@
 
 from __future__ import annotations
 
+from eval.workloads.agentic import AgenticWorkload  # issue 9
 from eval.workloads.base import Case, RunContext
 from eval.workloads.held_out import HeldOutWorkload
-from eval.workloads.scripted import ScriptedWorkload
 from eval.workloads.marathon_workload import MarathonWorkload  # issue 9
 from eval.workloads.probes_workload import ProbesWorkload  # issue 9
-from eval.workloads.agentic import AgenticWorkload  # issue 9
+from eval.workloads.scripted import ScriptedWorkload
 
 WORKLOADS = {"held_out": HeldOutWorkload, "scripted": ScriptedWorkload,
              "marathon": MarathonWorkload, "probes": ProbesWorkload, "agentic": AgenticWorkload}

@@ -87,8 +87,8 @@ class ProbesWorkload:
 def _hindsight_session(pc: ProbeCase):
     """The trajectory as a Session whose last step uses every question's evidence, so the
     oracle's decision rule keeps the messages that hold it."""
-    from doctrine.session import Fact
     from data_gen.sources.swe_rebench import to_session
+    from doctrine.session import Fact
 
     s = to_session(pc.converted)
     last = len(s.steps) - 1

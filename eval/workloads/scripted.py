@@ -170,20 +170,16 @@ def run_session(session: Any, arm: str, seed: int, ctx: RunContext, decide_at: s
             if f.id in step.uses and f.message < lo and not contains(seen, f.text):
                 refetches += 1
         stands_in = False  # a real decision call took the place of the next task call
-        asked = 0
-
-        def may_ask() -> bool:
-            return max_decisions_per_step is None or asked < max_decisions_per_step
-
-        if info.nudges and (decide_at == "step" or view.nudge_shown) and may_ask():
-            asked += 1
+        budget = max_decisions_per_step if max_decisions_per_step is not None else float("inf")
+        if info.nudges and (decide_at == "step" or view.nudge_shown) and budget > 0:
+            budget -= 1
             stands_in = not decide(step.index, "decision", view)
         for i in range(opener, step.end):
             m = msgs[i]
             if m.get("role") == "assistant":
                 view = arm_fn(state, env)
-                if info.nudges and view.nudge_shown and not stands_in and may_ask():
-                    asked += 1
+                if info.nudges and view.nudge_shown and not stands_in and budget > 0:
+                    budget -= 1
                     if decide(step.index, "nudge", view):
                         view = arm_fn(state, env)
                     else:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from doctrine.session import Session
 from data_gen.sources.swe_rebench import (
     LICENSE,
     ConvertedTrajectory,
@@ -15,6 +14,7 @@ from data_gen.sources.swe_rebench import (
     iter_rows,
     to_session,
 )
+from doctrine.session import Session
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "swe_rebench"
 

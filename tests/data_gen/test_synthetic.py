@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from doctrine.session import Fact, Session, Step, message_text
 from data_gen.synthetic import FAMILIES, SessionSize, generate
 from data_gen.synthetic._tools import SessionBuilder, link
+from doctrine.session import Fact, Session, Step, message_text
 
 SMALL = SessionSize(steps=6, tool_output_lines=(4, 12), probes=2)
 SIZES = [SMALL, SessionSize(steps=3, tool_output_lines=(2, 5), probes=1), SessionSize(steps=15, probes=3)]

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from data_gen.__main__ import main
-from doctrine.session import Session
 from data_gen.synthetic import FAMILIES, SessionSize, generate
+from doctrine.session import Session
 
 TINY = ["--steps", "4", "--lines", "3,9", "--probes", "1"]
 TINY_SIZE = SessionSize(steps=4, tool_output_lines=(3, 9), probes=1)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from doctrine.kernel import KernelConfig, CompressionState, Message
+from doctrine.kernel import CompressionState, KernelConfig, Message
 from doctrine.kernel.host import render_for_model
 from doctrine.prompt_set import export_prompt_set
 from doctrine.prompts import nudge_text_for

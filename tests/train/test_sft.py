@@ -77,7 +77,7 @@ def test_killed_run_resumes_to_planned_steps_with_matching_loss(project_root, sf
     run_training(recipe, tmp_path / "straight")
     straight = json.loads((tmp_path / "straight" / "train" / "metrics.json").read_text())
     # Steps 4-6 of the resumed run see the same batches, RNG and optimizer state.
-    for a, b in zip(resumed["losses"][-3:], straight["losses"][-3:]):
+    for a, b in zip(resumed["losses"][-3:], straight["losses"][-3:], strict=True):
         assert a == pytest.approx(b, rel=1e-3, abs=1e-4)
 
 

@@ -21,7 +21,7 @@ def tok(embedded_model):
 
 
 def target_text(tok, enc) -> str:
-    return tok.decode([i for i, m in zip(enc["input_ids"], enc["assistant_masks"]) if m])
+    return tok.decode([i for i, m in zip(enc["input_ids"], enc["assistant_masks"], strict=True) if m])
 
 
 def expected_target(row: dict) -> str:

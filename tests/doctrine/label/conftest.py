@@ -18,11 +18,11 @@ import json
 import pytest
 
 from data_gen.replay import kernel_config_for
-from doctrine.session import Fact, Session, Step
 from doctrine.kernel.state import CompressionState
 from doctrine.label.needed import session_msg_id
 from doctrine.label.point import build_point
 from doctrine.prompts import nudge_text_for
+from doctrine.session import Fact, Session, Step
 from doctrine.spec import load_doctrine
 
 F_TEXT = "ValueError: bad header at byte 17"
