@@ -19,8 +19,9 @@ def main(argv: list[str]) -> int:
         print(f"no {timings}: run `make demo` first (timings are written as stages finish)")
         return 0
     data = json.loads(timings.read_text())
+    order = ["doctrine", "data", "train", "adapter", "eval", "report"]  # the pipeline's order
     total = 0.0
-    for stage, secs in data.items():
+    for stage, secs in sorted(data.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else 99, kv[0])):
         manifest = run / stage / "manifest.json"
         own = json.loads(manifest.read_text()).get("wall_time_s") if manifest.is_file() else None
         print(f"{stage:<9} {secs:8.1f} s" + (f"   (stage manifest: {own:.1f} s)" if own else ""))
