@@ -24,18 +24,13 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from doctrine.conform.items import CLASSES
+
 __all__ = ["Fact", "Session", "SessionError", "Step", "message_text", "string_values"]
 
-# Fact kinds: the KEEP-verbatim classes of the conformance checker (doctrine.conform).
-FACT_KINDS = (
-    "paths_with_lines",
-    "signatures",
-    "error_strings",
-    "exact_values",
-    "decisions",
-    "user_intent",
-    "open_questions",
-)
+# Fact kinds: the KEEP-verbatim classes of the conformance checker, except message refs
+# (a session's facts are strings its messages introduce, never kernel refs).
+FACT_KINDS = tuple(c for c in CLASSES if c != "message_refs")
 
 
 class SessionError(ValueError):

@@ -104,7 +104,8 @@ def select_rows(rows: list[dict[str, Any]], *, kinds: list[str] | None = None, p
         if limit is not None and len(out) >= int(limit):
             break
     if kinds:  # order by the recipe's kind list, so the cases read in that order
-        out.sort(key=lambda r: list(kinds).index(str(r["meta"].get("kind"))))
+        rank = {k: i for i, k in enumerate(kinds)}
+        out.sort(key=lambda r: rank[str(r["meta"].get("kind"))])
     return out
 
 

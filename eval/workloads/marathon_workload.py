@@ -215,7 +215,7 @@ class MarathonWorkload:
         from eval.workloads.scripted import decision_settings
 
         self.settings = dict(settings)
-        decision_settings(self.settings)  # a bad value fails before any case runs
+        self.decisions = decision_settings(self.settings)  # a bad value fails before any case runs
         seeds = self.settings.get("seeds", [0])
         variants = self.settings.get("variants", [self.settings.get("variant", "repetitive")])
         passes = int(self.settings.get("passes", 6))
@@ -241,11 +241,11 @@ class MarathonWorkload:
         from dataclasses import replace
 
         from eval.arms import SUMMARY_PROMPT
-        from eval.workloads.scripted import decision_settings, run_session
+        from eval.workloads.scripted import run_session
 
         recorder = SummaryRecorder(ctx.backend, SUMMARY_PROMPT)
         result = run_session(case.payload, arm, seed, replace(ctx, backend=recorder),
-                             **decision_settings(self.settings))
+                             **self.decisions)
         grades = marathon_grades(case.payload, result["calls"])
         conf = conformance(recorder.summaries, ctx.doctrine)
         result["metrics"].update({k: v for k, v in grades["metrics"].items() if k != "by_probe"})

@@ -63,7 +63,7 @@ class ScriptedWorkload:
 
     def __init__(self, settings: dict[str, Any], base_dir: Path | None = None):
         self.settings = dict(settings)
-        decision_settings(self.settings)  # a bad value fails before any case runs
+        self.decisions = decision_settings(self.settings)  # a bad value fails before any case runs
         self.sessions = load_sessions(self.settings, base_dir)
 
     def cases(self) -> list[Case]:
@@ -73,7 +73,7 @@ class ScriptedWorkload:
         return arm in ARMS
 
     def run_case(self, case: Case, arm: str, seed: int, ctx: RunContext) -> dict[str, Any]:
-        return run_session(case.payload, arm, seed, ctx, **decision_settings(self.settings))
+        return run_session(case.payload, arm, seed, ctx, **self.decisions)
 
 
 DECIDE_AT = ("step", "nudge")
