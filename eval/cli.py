@@ -20,6 +20,8 @@ def register_run(sub) -> None:
     p.add_argument("--out", help="output folder (runs/<name>/eval); default: the recipe's output")
     p.add_argument("--max-cases", type=int, default=None, help="stop after this many new cases")
     p.add_argument("--print-config", action="store_true", help="print the resolved recipe and exit")
+    p.add_argument("--force", action="store_true",
+                   help="discard the cases already in --out (needed when the recipe changed)")
     p.set_defaults(func=cmd_run)
 
 
@@ -49,7 +51,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         summary = run_eval(recipe, out, base_dir=Path(args.recipe).resolve().parent, max_jobs=args.max_cases,
-                           log=lambda s: print(s, file=sys.stderr))
+                           log=lambda s: print(s, file=sys.stderr), force=args.force)
     except (BackendError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -4,22 +4,30 @@ Layout under the output folder (``runs/<name>/eval``)::
 
     cases/<arm>/<case_id>__s<seed>.json   one per finished job, written atomically
     status.json                           progress; "complete" stays false until all are done
+    recipe.json                           the fingerprint of the recipe whose cases these are
+    .lock                                 flock'ed while a run writes here
     manifest.json                         written last, only when every job is done
 
 A killed run restarted with the same command skips the jobs whose case file is there and
-runs the rest. A job that fails (the backend is unusable, a bug) writes nothing: the run
+runs the rest. A rerun may add arms, windows, seeds or workloads; one that changes anything
+else (gate, max_tokens, horizon, backend, a workload's settings) is refused, so old results
+are never reported under a new recipe. A job that fails (the backend is unusable, a bug) writes nothing: the run
 stays incomplete, the command exits non-zero, and a rerun retries it. Malformed model
 output is never a failure of the job; it is counted in the call records.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import shutil
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +37,7 @@ from eval.backends.base import Backend, Completion, Request
 from eval.recipe import EvalRecipe
 from eval.workloads import WORKLOADS, Case, RunContext
 
-__all__ = ["Job", "RunSummary", "case_path", "load_results", "plan", "run_eval"]
+__all__ = ["Job", "RunConflict", "RunSummary", "case_path", "load_results", "plan", "run_eval"]
 
 
 @dataclass
@@ -59,8 +67,29 @@ class RunSummary:
         return self.done == self.total and not self.failed
 
 
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def safe_name(name: str, limit: int = 120) -> str:
+    """``name`` as one file-name component: characters outside ``[A-Za-z0-9._-]`` become
+    ``_``; a name that had to change (or was too long) gets a short hash of the original,
+    so distinct names stay distinct."""
+    safe = _UNSAFE.sub("_", name).lstrip(".") or "_"
+    if safe == name and len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{safe[:limit]}-{digest}"
+
+
 def case_path(out: Path, arm: str, case_id: str, seed: int) -> Path:
-    return out / "cases" / arm / f"{case_id}__s{seed}.json"
+    """``out/cases/<arm>/<case_id>__s<seed>.json`` with both names made safe; a path that
+    would still resolve outside ``out`` (a symlinked folder) is refused."""
+    out = Path(out)
+    path = out / "cases" / safe_name(arm) / f"{safe_name(case_id)}__s{int(seed)}.json"
+    root = out.resolve()
+    if not path.resolve().is_relative_to(root):
+        raise ValueError(f"case file {path} resolves outside the run folder {root}; refusing to write it")
+    return path
 
 
 def _finished(path: Path) -> bool:
@@ -114,16 +143,108 @@ def _adapter_manifest(recipe: EvalRecipe) -> Path | None:
     return None
 
 
+RECIPE_FILE = "recipe.json"
+LOCK_FILE = ".lock"
+# Fields that only choose which cases run (or how fast): a rerun may change them and
+# resume; every other field changes what a case computes.
+_SELECTION = ("name", "arms", "windows", "seeds", "concurrency", "output")
+
+
+class RunConflict(ValueError):
+    """The run folder belongs to another recipe, or another run is writing into it."""
+
+
+def recipe_fingerprint(recipe: EvalRecipe) -> dict[str, Any]:
+    """The part of the resolved recipe that decides a case's result (secrets redacted);
+    workloads by name, so a rerun may add one."""
+    cfg = redact_secrets(recipe.model_dump(mode="json"))
+    fp = {k: v for k, v in cfg.items() if k not in _SELECTION and k != "workloads"}
+    fp["workloads"] = {w["name"]: w["settings"] for w in cfg["workloads"]}
+    return fp
+
+
+def _hash(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    diffs = []
+    for key in sorted(set(old) | set(new)):
+        if key == "workloads":
+            for name in sorted(set(old.get(key, {})) & set(new.get(key, {}))):
+                if old[key][name] != new[key][name]:
+                    diffs.append(f"workload {name} settings")
+        elif old.get(key) != new.get(key):
+            diffs.append(f"{key}: {json.dumps(old.get(key))} -> {json.dumps(new.get(key))}")
+    return diffs
+
+
+def _check_recipe(out: Path, recipe: EvalRecipe) -> None:
+    """Record the recipe's fingerprint in ``out/recipe.json``, or refuse a folder whose
+    finished cases came from a different one."""
+    new = recipe_fingerprint(recipe)
+    path = out / RECIPE_FILE
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))["fingerprint"]
+    except FileNotFoundError:
+        old = None
+    except (OSError, ValueError, KeyError, TypeError):
+        raise RunConflict(f"{path} is unreadable; use a new --out, or --force to start this one afresh") from None
+    if old is not None:
+        diffs = _differences(old, new)
+        if diffs:
+            raise RunConflict(f"{out} holds cases of a different recipe ({'; '.join(diffs)}); "
+                              "use a new --out, or --force to discard its cases")
+        new = {**new, "workloads": {**old.get("workloads", {}), **new["workloads"]}}
+    atomic_write_json(path, {"sha256": _hash(new), "fingerprint": new})
+
+
+@contextmanager
+def _run_lock(out: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``out/.lock`` for the whole run: a second run into the same
+    folder fails at once instead of computing every case twice."""
+    import fcntl
+
+    with open(out / LOCK_FILE, "a+", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunConflict(f"another eval run is writing into {out} (it holds {out / LOCK_FILE}); "
+                              "wait for it to finish or use another --out") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _discard(out: Path) -> None:
+    """``--force``: drop the folder's results (only the files a run writes)."""
+    shutil.rmtree(out / "cases", ignore_errors=True)
+    for name in (MANIFEST, "status.json", RECIPE_FILE):
+        (out / name).unlink(missing_ok=True)
+
+
 def run_eval(recipe: EvalRecipe, out: str | Path, *, backend: Backend | None = None,
              base_dir: Path | None = None, max_jobs: int | None = None,
-             log: Callable[[str], None] = print) -> RunSummary:
+             log: Callable[[str], None] = print, force: bool = False) -> RunSummary:
     """Run (or resume) the recipe into ``out``. ``max_jobs`` stops after that many new jobs
-    (a deliberate interruption, for tests and for splitting long runs)."""
+    (a deliberate interruption, for tests and for splitting long runs). A folder that holds
+    cases of a different recipe is refused (:class:`RunConflict`) unless ``force``, which
+    discards them first; a second run into a folder in use is refused."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with _run_lock(out):
+        if force:
+            _discard(out)
+        _check_recipe(out, recipe)
+        return _run_locked(recipe, out, backend=backend, base_dir=base_dir, max_jobs=max_jobs, log=log)
+
+
+def _run_locked(recipe: EvalRecipe, out: Path, *, backend: Backend | None, base_dir: Path | None,
+                max_jobs: int | None, log: Callable[[str], None]) -> RunSummary:
     from doctrine.spec import resolve_doctrine
     from eval.backends import make_backend
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     doc = resolve_doctrine(recipe.doctrine_version)
     jobs = plan(recipe, base_dir)

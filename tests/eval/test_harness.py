@@ -116,3 +116,67 @@ def test_recipe_validation():
         load_config(SMOKE, EvalRecipe, ["backend.name=hf", "backend.model=tiny:smollm2-135m-instruct"])
     with pytest.raises(ConfigError, match="unknown key"):
         load_config(SMOKE, EvalRecipe, ["windowz=[1]"])
+
+
+def test_a_session_id_never_leaves_the_run_folder(tmp_path):
+    from eval.harness import case_path
+
+    line = (SMOKE.parent / "fixtures/sessions.jsonl").read_text().splitlines()[0]
+    evil = json.loads(line)
+    evil["session_id"] = "x/../../../../elsewhere/NAME"  # from cases/<arm>/: out of --out
+    twin = dict(evil, session_id="x_.._.._.._.._elsewhere_NAME")  # sanitises to the same text
+    sessions = tmp_path / "sessions.jsonl"
+    sessions.write_text(json.dumps(evil) + "\n" + json.dumps(twin) + "\n")
+    wl = [{"name": "scripted", "settings": {"sessions": str(sessions)}}]
+    r = load_config(SMOKE, EvalRecipe, ["arms=[full]", "concurrency=1", f"workloads={json.dumps(wl)}"])
+    out = tmp_path / "run" / "eval"
+    s = run_eval(r, out, log=lambda s: None)
+    assert s.complete and s.total == 2
+    outside = [p for p in tmp_path.rglob("*") if p.is_file() and out not in p.parents and p != sessions]
+    assert outside == []
+    files = sorted(out.glob("cases/full/*.json"))
+    assert len(files) == 2  # two ids that sanitise alike still get two files
+    assert {json.loads(p.read_text())["case_id"] for p in files} == {
+        "scripted.x/../../../../elsewhere/NAME.w6000", "scripted.x_.._.._.._.._elsewhere_NAME.w6000"}
+    # A symlinked arm folder that points out of the run is refused, not followed.
+    (out / "cases" / "n_latest_10").symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(ValueError, match="outside the run folder"):
+        case_path(out, "n_latest_10", "scripted.a.w6000", 0)
+
+
+def test_a_rerun_with_another_recipe_is_refused(tmp_path):
+    from eval.harness import RunConflict
+
+    out = tmp_path / "eval"
+    base = recipe(arms=["full", "deterministic"], concurrency=1)
+    assert run_eval(base, out, base_dir=SMOKE.parent, log=lambda s: None).complete
+    before = (out / "manifest.json").read_bytes()
+    for over in ({"gate": "default"}, {"max_tokens": 64}, {"horizon": 3}):
+        with pytest.raises(RunConflict, match=f"{next(iter(over))}: .* -> .*new --out.*--force"):
+            run_eval(recipe(arms=["full", "deterministic"], concurrency=1, **over), out, base_dir=SMOKE.parent,
+                     log=lambda s: None)
+    assert (out / "manifest.json").read_bytes() == before  # the old manifest is not rewritten
+    # More seeds (or arms) is the same recipe grown: allowed, and it resumes.
+    grown = run_eval(recipe(arms=["full", "deterministic"], seeds=[0, 1]), out, base_dir=SMOKE.parent,
+                     log=lambda s: None)
+    assert grown.complete and grown.skipped == grown.total // 2
+    # --force discards the old cases and runs the new recipe from scratch.
+    forced = run_eval(recipe(arms=["full"], gate="default"), out, base_dir=SMOKE.parent, log=lambda s: None,
+                      force=True)
+    assert forced.complete and forced.skipped == 0 and read_manifest(out)["config"]["gate"] == "default"
+    assert {r["arm"] for r in load_results(out)} == {"full"}
+
+
+def test_a_second_run_into_a_busy_folder_is_refused(tmp_path):
+    import fcntl
+
+    from eval.harness import RunConflict
+
+    out = tmp_path / "eval"
+    out.mkdir()
+    with open(out / ".lock", "a+") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # a run in progress
+        with pytest.raises(RunConflict, match="another eval run is writing into"):
+            run_eval(recipe(arms=["full"]), out, base_dir=SMOKE.parent, log=lambda s: None)
+    assert not list(out.glob("cases/*/*.json"))
+    assert run_eval(recipe(arms=["full"]), out, base_dir=SMOKE.parent, log=lambda s: None).complete
