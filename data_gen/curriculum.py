@@ -194,7 +194,8 @@ def _schema():
 
 
 def write_split(rows: list[dict], out_dir: Path, shard_rows: int) -> list[Path]:
-    """Write ``rows`` as ``out_dir/shard-NNNNN.parquet`` files (atomic, deterministic)."""
+    """Write ``rows`` as ``out_dir/shard-NNNNN.parquet`` files (atomic, deterministic); shards
+    an earlier build left there that this one did not write are removed."""
     import io
 
     import pyarrow as pa
@@ -213,6 +214,8 @@ def write_split(rows: list[dict], out_dir: Path, shard_rows: int) -> list[Path]:
         buf = io.BytesIO()
         pq.write_table(table, buf, compression="zstd")
         paths.append(atomic_write(out_dir / f"shard-{n:05d}.parquet", buf.getvalue()))
+    for stale in set(out_dir.glob("shard-*.parquet")) - set(paths):  # an earlier, larger build's
+        stale.unlink()
     return paths
 
 

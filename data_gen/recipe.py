@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from doctrine.config import BaseConfig
 
@@ -78,11 +78,18 @@ class Dedupe(BaseConfig):
 
 
 class Split(BaseConfig):
-    validation_fraction: float = 0.1
-    test_fraction: float = 0.1
+    validation_fraction: float = Field(0.1, ge=0.0, le=1.0)
+    test_fraction: float = Field(0.1, ge=0.0, le=1.0)
     held_out_families: list[str] = Field(default_factory=lambda: ["data_analysis"],
                                          description="whole families kept out of train: the 'heldout' split")
     seed: int = 0
+
+    @model_validator(mode="after")
+    def _fractions(self) -> Split:
+        total = self.validation_fraction + self.test_fraction
+        if total > 1.0:
+            raise ValueError(f"validation_fraction + test_fraction must be at most 1, got {total:g}")
+        return self
 
 
 class Stage(BaseConfig):
@@ -105,4 +112,4 @@ class DataRecipe(BaseConfig):
     dedupe: Dedupe = Field(default_factory=Dedupe)
     split: Split = Field(default_factory=Split)
     stages: list[Stage] = Field(default_factory=list, description="optional ordering of train rows by stage")
-    shard_rows: int = 1000
+    shard_rows: int = Field(1000, ge=1, description="rows per parquet shard")

@@ -81,3 +81,33 @@ def test_nudge_style_none_reaches_the_replay(built, tmp_path):
     out = build_curriculum(small("nudge_style=none"), tmp_path / "d", log=lambda *a: None, progress=False)
     kinds = json.loads((out / "manifest.json").read_text())["counts"]["kinds"]
     assert kinds["train"] and not {k for split in kinds.values() for k in split} & nudged
+
+
+def _rows_on_disk(out: Path) -> dict[str, int]:
+    import pyarrow.parquet as pq
+
+    return {split: sum(pq.read_metadata(p).num_rows for p in (out / split).glob("*.parquet")) for split in SPLITS}
+
+
+def test_a_rebuild_leaves_no_stale_shards(tmp_path):
+    out = tmp_path / "d"
+    build_curriculum(small("shard_rows=5"), out, log=lambda *a: None, progress=False)
+    assert len(list((out / "train").glob("shard-*.parquet"))) > 1
+    build_curriculum(small("shard_rows=1000", "split.held_out_families=[]"), out, log=lambda *a: None,
+                     progress=False)
+    counts = json.loads((out / "manifest.json").read_text())["counts"]
+    assert _rows_on_disk(out) == {split: counts[split] for split in SPLITS}
+    assert [p.name for p in (out / "train").glob("*.parquet")] == ["shard-00000.parquet"]
+    assert not list((out / "heldout").glob("*.parquet"))  # that split is empty now
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["shard_rows=-5"], "shard_rows"), (["shard_rows=0"], "shard_rows"),
+    (["split.validation_fraction=1.5"], "validation_fraction"), (["split.test_fraction=-0.1"], "test_fraction"),
+    (["split.validation_fraction=0.6", "split.test_fraction=0.5"], "at most 1"),
+])
+def test_bad_shard_rows_and_split_fractions_are_config_errors(overrides, message):
+    from doctrine.config import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        small(*overrides)
