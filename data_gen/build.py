@@ -8,6 +8,8 @@ parquet shards per split -> dataset card -> manifest (last).
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -117,16 +119,23 @@ def build_curriculum(recipe: DataRecipe, out: str | Path, *, log=print, progress
         (out / "manifest.json").unlink()  # rebuilding: incomplete until the end
     doctrine = resolve_doctrine(recipe.doctrine_version)
     rejects: Counter = Counter()
+    sessions = list(collect_sessions(recipe, rejects))
+    jobs = [(s, w, g) for s in sessions for w in recipe.replay.windows for g in recipe.replay.gates]
+    # Where a replayed decompress-to-file writes: a fresh private folder per build (nothing
+    # shared or symlinked in $TMPDIR is followed). Rows name it by a fixed virtual root
+    # (data_gen.replay.VIRTUAL_RUN_DIR), so the dataset does not depend on TMPDIR.
+    scratch = Path(tempfile.mkdtemp(prefix="dtw-replay-"))
+    try:
+        return _build(recipe, out, doctrine, rejects, sessions, jobs, scratch, started, log, progress)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: list[Session], jobs: list,
+           scratch: Path, started: float, log, progress: bool) -> Path:
     samples: list[dict] = []
     sessions_by_split: Counter = Counter()
     sources: Counter = Counter()
-    sessions = list(collect_sessions(recipe, rejects))
-    jobs = [(s, w, g) for s in sessions for w in recipe.replay.windows for g in recipe.replay.gates]
-    import tempfile
-
-    # Where a replayed decompress-to-file writes; its path appears in tool results, so it is
-    # a fixed name (a random temp dir would make the dataset differ between builds).
-    scratch = Path(tempfile.gettempdir()) / "dtw-replay"
     teacher = None
     if recipe.sources.teacher is not None and recipe.sources.teacher.enabled:
         from .sources.teacher import make_teacher_labeler

@@ -158,7 +158,8 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
 
     Deterministic: the same session, settings and seed give byte-identical samples
     (``DecisionSample.to_json``). ``stats`` (if given) collects the counts, skipped points
-    by reason included. ``run_dir`` is where a proxy-style decompress may write a file.
+    by reason included. ``run_dir`` is where a proxy-style decompress may write a file
+    (default: a private temp folder per call); rows name it ``VIRTUAL_RUN_DIR``.
     ``labeler`` replaces ``label_decision`` (same signature), e.g. a teacher model.
     ``nudge_style="none"`` never shows a nudge (the kernel still decides, silently), so every
     label is a spontaneous compression, a recovery or an ordinary turn.
@@ -181,7 +182,6 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
     fixed = count(system_prompt) + count(json.dumps(tools, ensure_ascii=False, sort_keys=True))
     nudge_fn = nudge_text_for(doctrine, prompt_mode, nudge_style)
     units = tool_units(msgs)
-    run_dir = run_dir or os.path.join(tempfile.gettempdir(), "dtw-replay")
 
     history: list[dict[str, Any]] = []
     state = CompressionState.initial()
@@ -235,7 +235,7 @@ def _target_of(msg: dict[str, Any]) -> dict[str, Any]:
 
 
 def apply_action(point: DecisionPoint, label: Any, history: list[dict[str, Any]], action_id: str,
-                 cfg: LabelConfig, run_dir: str) -> tuple[CompressionState, RecoveryState | None]:
+                 cfg: LabelConfig, run_dir: str | None) -> tuple[CompressionState, RecoveryState | None]:
     """Apply a compress or tool label the way a host keeps it; appends to ``history``.
 
     Returns the new kernel state and, for a recovery tool, the recovery in progress.
@@ -263,18 +263,27 @@ def apply_action(point: DecisionPoint, label: Any, history: list[dict[str, Any]]
     return state, recovery
 
 
-def _run_tool(point: DecisionPoint, act: dict[str, Any], cfg: LabelConfig, run_dir: str) -> tuple[str, CompressionState]:
+# The run folder a replayed decompress result names (the file itself goes to a private
+# scratch folder): rows must not depend on TMPDIR or on where the scratch folder was made.
+VIRTUAL_RUN_DIR = "/tmp/dtw-replay"
+
+
+def _run_tool(point: DecisionPoint, act: dict[str, Any], cfg: LabelConfig,
+              run_dir: str | None) -> tuple[str, CompressionState]:
     args = act["args"]
     if act["name"] == "search_context":
         text, _top = search_result(point, args["query"], cfg)
         return text, point.state
+    if run_dir is None:  # no scratch folder given: a private one for this call
+        with tempfile.TemporaryDirectory(prefix="dtw-replay-") as tmp:
+            return _run_tool(point, act, cfg, tmp)
     # A body the host would put in a file goes to a fixed name per block under run_dir (the
     # hosts' own names carry a timestamp): the result text must not depend on the clock or
     # on files left by an earlier run.
     target = os.path.join(run_dir, f"acp-decompress-{args['blockId']}.txt")
     res = decompress(point.state, args["blockId"], point.flat, run_dir=run_dir, inline=args.get("inline"),
                      style=cfg.tools_host, now_ms=0, to_file=_to_file_if_large(point, args, cfg, target))
-    return res.text, res.state
+    return res.text.replace(os.path.realpath(run_dir), VIRTUAL_RUN_DIR), res.state
 
 
 def _to_file_if_large(point: DecisionPoint, args: dict[str, Any], cfg: LabelConfig, target: str) -> str | None:

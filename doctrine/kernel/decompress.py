@@ -264,7 +264,12 @@ def _target(run_dir, to_file: str | None, stem: str, ms: int, *, flat: bool = Fa
     if to_file is not None:
         return resolve_inside(run_dir, to_file)
     root = os.path.realpath(os.fspath(run_dir))
-    return _auto_path(root if flat else os.path.join(root, AUTO_SUBDIR), stem, ms)
+    if flat:
+        return _auto_path(root, stem, ms)
+    folder = os.path.join(root, AUTO_SUBDIR)
+    if os.path.islink(folder):  # a symlinked acp-decompress/ would lead the write out of run_dir
+        return None
+    return _auto_path(folder, stem, ms)
 
 
 def _refused(state, run_dir, to_file, *, block_id=None, message_id=None,
@@ -272,6 +277,8 @@ def _refused(state, run_dir, to_file, *, block_id=None, message_id=None,
     root = os.path.realpath(os.fspath(run_dir))
     text = (f"[decompress FAILED: toFile must be under {root}; got {to_file}]" if proxy else
             f"Error: toFile path must be under {root}. Got: {to_file}")
+    if to_file is None:  # the default folder is refused
+        text = f"Error: {os.path.join(root, AUTO_SUBDIR)} is a symlink; refusing to write through it."
     return DecompressResult(text, state, ok=False, block_id=block_id, message_id=message_id)
 
 

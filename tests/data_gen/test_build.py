@@ -111,3 +111,35 @@ def test_bad_shard_rows_and_split_fractions_are_config_errors(overrides, message
 
     with pytest.raises(ConfigError, match=message):
         small(*overrides)
+
+
+def _dataset_sha256(out: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for p in sorted(out.glob("*/shard-*.parquet")):
+        h.update(str(p.relative_to(out)).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def test_the_dataset_does_not_depend_on_tmpdir(tmp_path, monkeypatch):
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    hashes = []
+    for name in ("t", "a-much-longer-temporary-folder-name"):
+        tmpdir = tmp_path / name
+        tmpdir.mkdir()
+        (tmpdir / "dtw-replay").symlink_to(outside, target_is_directory=True)  # never followed
+        monkeypatch.setenv("TMPDIR", str(tmpdir))
+        monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
+        out = build_curriculum(small(), tmp_path / f"data-{name}", log=lambda *a: None, progress=False)
+        hashes.append(_dataset_sha256(out))
+        text = "".join(str(pq.read_table(p).to_pylist()) for p in out.glob("*/*.parquet"))
+        assert "acp-decompress-" in text and str(tmpdir) not in text  # a file restore, named virtually
+        assert sorted(p.name for p in tmpdir.iterdir()) == ["dtw-replay"]  # the private scratch is gone
+    assert hashes[0] == hashes[1]
+    assert list(outside.iterdir()) == []

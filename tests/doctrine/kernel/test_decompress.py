@@ -211,3 +211,14 @@ def test_proxy_errors(proxy, tmp_path):
     assert not bad.ok and bad.text.startswith("[decompress FAILED: toFile must be under")
     assert bad.state.block("b1").active  # refused: nothing written, nothing deactivated
     assert _files(tmp_path) == []
+
+
+def test_a_symlinked_default_folder_is_refused(pi, tmp_path):
+    run, outside = tmp_path / "run", tmp_path / "outside"
+    run.mkdir()
+    outside.mkdir()
+    (run / "acp-decompress").symlink_to(outside, target_is_directory=True)
+    r = decompress(pi.state, "b3", pi.messages, run_dir=run, now_ms=NOW)
+    assert not r.ok and r.file_path is None
+    assert r.text == f"Error: {os.path.realpath(run)}/acp-decompress is a symlink; refusing to write through it."
+    assert list(outside.iterdir()) == []
