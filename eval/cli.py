@@ -53,7 +53,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         summary = run_eval(recipe, out, base_dir=Path(args.recipe).resolve().parent, max_jobs=args.max_cases,
                            log=lambda s: print(s, file=sys.stderr), force=args.force)
     except (BackendError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        from doctrine.runs import redact_secrets
+
+        print(f"error: {redact_secrets(str(exc), config=recipe)}", file=sys.stderr)
         return 2
     return 0 if summary.complete else 1
 

@@ -233,6 +233,12 @@ def run_eval(recipe: EvalRecipe, out: str | Path, *, backend: Backend | None = N
     discards them first; a second run into a folder in use is refused."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    config = recipe.model_dump(mode="json")
+    plain_log = log
+
+    def log(line: str) -> None:  # a key a server echoes in an error never reaches stderr
+        plain_log(redact_secrets(line, config=config))
+
     with _run_lock(out):
         if force:
             _discard(out)
@@ -298,8 +304,8 @@ def _run_locked(recipe: EvalRecipe, out: Path, *, backend: Backend | None, base_
                         _status(out, len(jobs), skipped + ran, False)
                     bar.set_postfix_str(f"{job.arm} {job.workload}", refresh=False)
                 except Exception as exc:  # noqa: BLE001 - one failed job must not lose the others
-                    failed.append({"arm": job.arm, "case_id": job.case_id, "seed": str(job.seed),
-                                   "error": f"{type(exc).__name__}: {exc}"})
+                    failed.append(redact_secrets({"arm": job.arm, "case_id": job.case_id, "seed": str(job.seed),
+                                                  "error": f"{type(exc).__name__}: {exc}"}, config=recipe))
                     log(f"eval: case {job.arm}/{job.case_id} s{job.seed} failed: {exc}")
                     log(traceback.format_exc(limit=3))
                 bar.update(1)

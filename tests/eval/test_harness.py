@@ -180,3 +180,35 @@ def test_a_second_run_into_a_busy_folder_is_refused(tmp_path):
             run_eval(recipe(arms=["full"]), out, base_dir=SMOKE.parent, log=lambda s: None)
     assert not list(out.glob("cases/*/*.json"))
     assert run_eval(recipe(arms=["full"]), out, base_dir=SMOKE.parent, log=lambda s: None).complete
+
+
+def test_a_key_echoed_by_the_server_is_redacted(tmp_path, monkeypatch):
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Echo(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"error": f"invalid key {self.headers['Authorization'][7:]}"}).encode()
+            self.send_response(401)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    srv = HTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    monkeypatch.setenv("DTW_LLM", "sk-echo-0123456789")  # a variable whose name says nothing
+    settings = {"base_url": f"http://127.0.0.1:{srv.server_address[1]}/v1", "api_key_env": "DTW_LLM"}
+    r = recipe(arms=["full"], **{"backend.name": "openai", "backend.model": "m", "backend.settings": settings})
+    lines: list[str] = []
+    try:
+        s = run_eval(r, tmp_path / "eval", base_dir=SMOKE.parent, log=lines.append)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    status = (tmp_path / "eval/status.json").read_text()
+    assert not s.complete and "invalid key ***" in status and "invalid key ***" in "\n".join(lines)
+    assert "sk-echo" not in status and "sk-echo" not in "\n".join(lines) and "sk-echo" not in str(s.failed)

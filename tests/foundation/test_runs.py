@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -89,3 +90,18 @@ def test_secrets_never_reach_manifests(tmp_path, monkeypatch):
     text = (tmp_path / MANIFEST).read_text()
     assert "sk-test-1234567890" not in text and "inline-secret" not in text
     assert os.environ["OPENAI_API_KEY"] == "sk-test-1234567890"  # environment untouched
+
+
+def test_a_literal_key_in_a_config_never_reaches_the_manifest(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["eval", "run", "r.yaml", "backend.settings.auth=sk-literal-1",
+                                      "backend.settings.headers={Authorization: Bearer sk-header-2}"])
+    cfg = {"backend": {"settings": {"auth": "sk-literal-1", "author": "Ada Lovelace",
+                                    "headers": {"Authorization": "Bearer sk-header-2"}}}}
+    write_manifest(tmp_path, stage="eval", config=cfg, extra={"backend": {"note": "sent sk-literal-1"}})
+    text = (tmp_path / MANIFEST).read_text()
+    assert "sk-literal-1" not in text and "sk-header-2" not in text
+    m = json.loads(text)
+    assert m["config"]["backend"]["settings"] == {"auth": "***", "author": "Ada Lovelace",
+                                                  "headers": {"Authorization": "***"}}
+    assert m["command"][3] == "backend.settings.auth=***" and m["backend"]["note"] == "sent ***"
+    assert redact_secrets("HTTP 401: bad token Bearer sk-other-3") == "HTTP 401: bad token Bearer ***"
