@@ -15,9 +15,11 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("replay", help="replay a JSONL script of turns and compress calls; "
                                       "prints one JSON line per op")
     r.add_argument("script", help="path to the .jsonl script")
+    r.add_argument("--structural", action="store_true",
+                   help="print the structural records of the acp-kernel differential suite")
     args = p.parse_args(argv)
     if args.cmd == "replay":
-        return replay_file(args.script)
+        return replay_file(args.script, structural=args.structural)
     return 2
 
 

@@ -14,46 +14,39 @@ from functools import lru_cache
 from typing import Any
 
 from doctrine.kernel.messages import Message
-from doctrine.kernel.protection import COMPRESS_TOOL, is_compress_call
-from doctrine.kernel.state import Block, CompressionState
+from doctrine.kernel.protection import is_compress_call
+from doctrine.kernel.state import CompressionState
 
 KEEP_ORPHANS = 2
 
 
 def _entry_key(entry: Any) -> str | None:
+    """``startId::endId`` of one content entry (``messageId`` stands for both), as the
+    reference keys it; a block's ``start_ref`` / ``end_ref`` are the ids the call gave."""
     if not isinstance(entry, dict):
         return None
-    start = entry.get("startId", entry.get("startRef"))
-    end = entry.get("endId", entry.get("endRef"))
-    if start is None and end is None and "messageId" in entry:
-        start = end = entry["messageId"]
-    if start is None or end is None:
-        return None
+    mid = entry.get("messageId")
+    mid = mid if isinstance(mid, str) else ""
+    start = entry.get("startId")
+    end = entry.get("endId")
+    start = start if isinstance(start, str) else mid
+    end = end if isinstance(end, str) else mid
     return f"{start}::{end}"
 
 
-def _filter_call_text(text: str, live: list[Block]) -> str | None:
-    """The call's JSON with dead entries removed, or None to leave the text as it is."""
-    return _filter_cached(text, frozenset(f"{b.start_ref}::{b.end_ref}" for b in live))
-
-
 @lru_cache(maxsize=4096)  # the same retained call is re-checked every turn
-def _filter_cached(text: str, keys: frozenset[str]) -> str | None:
+def _filter_call_text(text: str, keys: frozenset[str]) -> str | None:
+    """The call's JSON with dead entries removed, or None to leave the text as it is."""
     try:
         args = json.loads(text)
-    except (json.JSONDecodeError, TypeError):
+    except (json.JSONDecodeError, TypeError, RecursionError):
         return None
     if not isinstance(args, dict):
         return None
     content = args.get("content")
-    if isinstance(content, str):
-        try:
-            content = json.loads(content)
-        except json.JSONDecodeError:
-            return None
     if not isinstance(content, list) or not content:
         return None
-    kept = [e for e in content if _entry_key(e) in keys]
+    kept = [e for e in content if isinstance(e, dict) and _entry_key(e) in keys]
     if not kept or len(kept) == len(content):
         return None
     return json.dumps({**args, "content": kept}, ensure_ascii=False, separators=(",", ":"))
@@ -61,45 +54,47 @@ def _filter_cached(text: str, keys: frozenset[str]) -> str | None:
 
 def hide_compress_calls(messages: list[Message], state: CompressionState) -> list[Message]:
     """The view with stale compress calls and their results removed."""
-    calls = [m for m in messages if is_compress_call(m)]
-    if not calls:
+    if not any(is_compress_call(m) for m in messages):
         return list(messages)
-    by_call: dict[str, list[Block]] = {}
+    ever: set[str] = set()  # call ids that ever made a block
+    active: set[str] = set()
+    live_keys: dict[str, set[str]] = {}
+    legacy: set[str] = set()  # an active block without its range refs: never rewrite
     for b in state.blocks:
-        if b.compress_call_id:
-            by_call.setdefault(b.compress_call_id, []).append(b)
-
-    keep: set[str] = set()
-    orphans: list[str] = []
-    for m in calls:
-        cid = m.tool_call_id
+        cid = b.compress_call_id
         if not cid:
             continue
-        blocks = by_call.get(cid)
-        if blocks is None:
-            orphans.append(cid)
-        elif any(b.active for b in blocks):
-            keep.add(cid)
-    keep.update(orphans[-KEEP_ORPHANS:])
+        ever.add(cid)
+        if not b.active:
+            continue
+        active.add(cid)
+        if b.start_ref is None or b.end_ref is None:
+            legacy.add(cid)
+        else:
+            live_keys.setdefault(cid, set()).add(f"{b.start_ref}::{b.end_ref}")
 
-    call_ids = {c.tool_call_id for c in calls if c.tool_call_id}
+    orphans: list[str] = []  # newest first; a call seen twice counts twice, as in the reference
+    for m in reversed(messages):
+        if len(orphans) >= KEEP_ORPHANS:
+            break
+        if is_compress_call(m) and m.tool_call_id and m.tool_call_id not in ever:
+            orphans.append(m.tool_call_id)
+    keep = active | set(orphans)
+
+    hidden_calls = {m.tool_call_id for m in messages
+                    if is_compress_call(m) and m.tool_call_id and m.tool_call_id not in keep}
     out: list[Message] = []
     for m in messages:
-        is_call = is_compress_call(m)
-        is_result = m.content_type == "tool-result" and (
-            m.tool_name == COMPRESS_TOOL or m.tool_call_id in call_ids
-        )
-        if not (is_call or is_result):
-            out.append(m)
-            continue
-        if m.tool_call_id not in keep:
-            continue
-        if is_call:
-            live = [b for b in by_call.get(m.tool_call_id, []) if b.active
-                    and b.start_ref is not None and b.end_ref is not None]
-            if live:
-                new_text = _filter_call_text(m.text, live)
+        if is_compress_call(m):
+            cid = m.tool_call_id
+            if not cid or cid not in keep:
+                continue
+            keys = live_keys.get(cid)
+            if keys and cid not in legacy:
+                new_text = _filter_call_text(m.text, frozenset(keys))
                 if new_text is not None:
                     m = m.with_text(new_text)
+        elif m.content_type == "tool-result" and m.tool_call_id and m.tool_call_id in hidden_calls:
+            continue
         out.append(m)
     return out

@@ -12,13 +12,13 @@ the model may show it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.messages import Message
 from doctrine.kernel.prune import is_summary_message
-from doctrine.kernel.recommend import ProtectedRange, Range, viable_ranges
+from doctrine.kernel.recommend import ProtectedRange, Range
 from doctrine.kernel.state import CompressionState
 from doctrine.kernel.tokens import CountTokens, default_count_tokens, estimate_fast, js_round
 
@@ -55,16 +55,20 @@ class NudgeDecision:
     reason: str
     tier: int | None
     voice: str  # "gentle" | "emergency"
-    compressible_ranges: list[Range]  # viable recommended ranges (tokens >= 200)
+    # The recommended (merged) ranges, all of them, as acp-kernel's decision lists them; the
+    # viable filter (tokens >= 200) belongs to the surfaces that apply it (status, panel).
+    compressible_ranges: list[Range]
     protected_ranges: list[ProtectedRange]
     tier_target_blocks: list[TierTargetBlock]
     breakdown: dict[str, Any]
     context_breakdown: dict[str, int]
     growth: int
-    # All recommended ranges, viable or not (T1 is computed from these).
-    recommended_ranges: list[Range] = field(default_factory=list)
     # Fill ratio tokenCount / limit. For logs only: never render it for the model.
     usage_for_logs: float = 0.0
+
+    @property
+    def recommended_ranges(self) -> list[Range]:
+        return self.compressible_ranges
 
 
 def gate_numbers(token_count: int, state: CompressionState, config: KernelConfig,
@@ -241,12 +245,11 @@ def decide_nudge(view: list[Message], recommended: list[Range], protected: list[
         reason=reason,
         tier=tier if inject else None,
         voice="emergency" if (gn.over_limit or gn.emergency) else "gentle",
-        compressible_ranges=viable_ranges(recommended),
+        compressible_ranges=list(recommended),
         protected_ranges=protected,
         tier_target_blocks=tier_targets(state, tier if inject else None),
         breakdown=breakdown,
         context_breakdown=context_breakdown(view, token_count, gn.growth, count_tokens),
         growth=gn.growth,
-        recommended_ranges=recommended,
         usage_for_logs=gn.usage,
     )

@@ -27,6 +27,11 @@ def summary_text(block: Block) -> str:
     return text
 
 
+def is_rendered_summary(msg: Message) -> bool:
+    """A block summary as prune renders it (the id prefix alone is not enough)."""
+    return msg.id.startswith(SUMMARY_ID_PREFIX) and msg.role == "system" and msg.content_type == "text"
+
+
 def is_summary_message(msg: Message) -> bool:
     return msg.text.startswith(SUMMARY_HEADER)
 

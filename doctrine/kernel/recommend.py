@@ -63,35 +63,49 @@ def _ref(m: Message, state: CompressionState) -> str | None:
     return None if r is None or r == BLOCKED else r
 
 
+def _zone_members(view: list[Message], state: CompressionState, config: KernelConfig,
+                  count_tokens: CountTokens, covered: set[str]) -> list[tuple[str, str]]:
+    """(raw id, ref) of the soft-protected recent zone (the reference's computeProtectedRefs)."""
+    def pruned(m: Message) -> bool:
+        return is_summary_message(m) or m.id in covered
+
+    cands = [(m, r) for m in view
+             if not pruned(m) and not (m.is_tool and m.tool_name in NEVER_PRESERVE_TOOLS)
+             and (r := _ref(m, state)) is not None]
+    zone: dict[str, str] = {}
+    n_keep = config.preserve_recent_messages
+    if n_keep > 0:
+        zone.update((m.id, r) for m, r in cands[-n_keep:])
+    if config.preserve_recent_tokens > 0:
+        acc = 0
+        for m, r in reversed(cands):
+            if acc >= config.preserve_recent_tokens:
+                break
+            zone[m.id] = r
+            acc += count_tokens(m.text)
+    if n_keep > 0:
+        for m in reversed(view):
+            if m.role != "user" or pruned(m):
+                continue
+            r = _ref(m, state)
+            if r is not None:
+                zone[m.id] = r
+            break
+    return list(zone.items())
+
+
 def soft_zone(view: list[Message], state: CompressionState, config: KernelConfig,
               count_tokens: CountTokens = default_count_tokens,
               covered: set[str] | None = None) -> set[str]:
     """Raw ids of the recent zone that must stay verbatim (spec §5.2)."""
-    if covered is None:
-        covered = state.covered_ids()
-    cands = [
-        m for m in view
-        if not is_summary_message(m)
-        and m.id not in covered
-        and not (m.is_tool and m.tool_name in NEVER_PRESERVE_TOOLS)
-        and _ref(m, state) is not None
-    ]
-    zone: set[str] = set()
-    n_keep = config.preserve_recent_messages
-    if n_keep > 0:
-        zone.update(m.id for m in cands[-n_keep:])
-    acc = 0
-    for m in reversed(cands):
-        if acc >= config.preserve_recent_tokens:
-            break
-        zone.add(m.id)
-        acc += count_tokens(m.text)
-    if n_keep > 0:
-        for m in reversed(view):
-            if m.role == "user" and not is_summary_message(m) and m.id not in covered:
-                zone.add(m.id)
-                break
-    return zone
+    covered = state.covered_ids() if covered is None else covered
+    return {raw for raw, _ in _zone_members(view, state, config, count_tokens, covered)}
+
+
+def protected_zone_refs(view: list[Message], state: CompressionState, config: KernelConfig,
+                        count_tokens: CountTokens = default_count_tokens) -> set[str]:
+    """Refs of the recent zone: what apply-compress leaves out of a range (spec §5.5)."""
+    return {r for _, r in _zone_members(view, state, config, count_tokens, state.covered_ids())}
 
 
 def recommend(view: list[Message], state: CompressionState, config: KernelConfig,

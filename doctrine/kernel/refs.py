@@ -13,11 +13,12 @@ from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.messages import Message
 from doctrine.kernel.protection import is_message_protected
 from doctrine.kernel.state import BLOCKED, SUMMARY_ID_PREFIX, CompressionState
+from doctrine.kernel.tokens import js_trim
 
 MAX_REF = 99999
 RESERVED_PREFIXES = (SUMMARY_ID_PREFIX, "acp_nudge")
-_MSG_REF = re.compile(r"m0*(\d{1,5})")
-_BLOCK_REF = re.compile(r"b(\d{1,9})")
+_MSG_REF = re.compile(r"m0*([0-9]{1,5})")
+_BLOCK_REF = re.compile(r"b([0-9]{1,9})")
 
 
 class RefsExhausted(RuntimeError):
@@ -39,7 +40,7 @@ def parse_message_ref(text: str) -> int | None:
     """``m5``, ``M00005`` and `` m0005 `` all give 5; anything else gives None."""
     if not isinstance(text, str):
         return None
-    m = _MSG_REF.fullmatch(text.strip().lower())
+    m = _MSG_REF.fullmatch(js_trim(text).lower())
     return int(m.group(1)) if m else None
 
 
@@ -47,7 +48,7 @@ def parse_block_ref(text: str) -> str | None:
     """``b7`` (any case, surrounding space allowed) gives ``"b7"``; else None."""
     if not isinstance(text, str):
         return None
-    m = _BLOCK_REF.fullmatch(text.strip().lower())
+    m = _BLOCK_REF.fullmatch(js_trim(text).lower())
     return f"b{int(m.group(1))}" if m else None
 
 
@@ -55,7 +56,7 @@ def lookup_ref(text: str, state: CompressionState) -> str | None:
     """The raw id a model-supplied message ref points at, or None if never assigned."""
     if parse_message_ref(text) is None:
         return None
-    norm = text.strip().lower()
+    norm = js_trim(text).lower()
     raw = state.by_ref.get(norm)
     if raw is None:
         raw = state.by_ref.get(format_ref(parse_message_ref(text) or 0))
@@ -106,3 +107,15 @@ def ref_of(message: Message, state: CompressionState) -> str | None:
     """The message's ref, or None when it has none or is BLOCKED."""
     r = state.by_raw.get(message.id)
     return None if r is None or r == BLOCKED else r
+
+
+def parse_boundary(ref: object) -> tuple[str | None, int]:
+    """``("message", n)``, ``("block", n)`` or ``(None, 0)`` for one compress boundary."""
+    n = parse_message_ref(ref) if isinstance(ref, str) else None
+    if n is not None and 1 <= n <= 99999:
+        return "message", n
+    b = parse_block_ref(ref) if isinstance(ref, str) else None
+    if b is not None and int(b[1:]) >= 1:
+        return "block", int(b[1:])
+    return None, 0
+

@@ -43,6 +43,15 @@ def js_slice(s: str, start: int, end: int | None = None) -> str:
     return b[2 * lo: 2 * max(lo, hi)].decode("utf-16-le", "surrogatepass")
 
 
+# JavaScript's String.prototype.trim() set: WhiteSpace and LineTerminator code points.
+_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
+def js_trim(s: str) -> str:
+    """``s.trim()`` as JavaScript does it (Python's ``strip`` also drops \\x1c-\\x1f and \\x85)."""
+    return s.strip(_JS_SPACE)
+
+
 @lru_cache(maxsize=1 << 16)
 def default_count_tokens(text: str) -> int:
     """acp-kernel's ``defaultCountTokens``: CJK count + ceil((len - CJK count) / 4)."""

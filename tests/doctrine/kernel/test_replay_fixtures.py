@@ -88,10 +88,12 @@ def test_basic_session():
                                   "effective": ["a1", "t1", "a2", "t2", "a3"]}]}
 
     # Turn C: pruned; summary anchored where a1 was; compress pair protected; growth 0 after
-    # the reset. Left over: m1 (80 chars) + m7..m8 (280) = one merged range of 90 tokens,
-    # below the 200-token viability line.
+    # the reset. Left over: m1 (80 chars) + m7..m8 (280) = one merged range of 90 tokens.
+    # The decision lists it as acp-kernel does (the 200-token viability line is a filter of
+    # the status and panel surfaces, not of the nudge decision).
     c = out[3]
-    assert (c["inject"], c["tier"], c["ranges"]) == (False, None, [])
+    assert (c["inject"], c["tier"]) == (False, None)
+    assert c["ranges"] == [R("m00001", "m00008", 3, 90, 360, 0)]
     prot_tokens = tok(turn_c["a5"]["text"]) + tok(turn_c["t5"]["text"])
     assert c["protected"] == [{"start": "m00009", "end": "m00010", "count": 2, "tokens": prot_tokens}]
     assert [m["id"] for m in c["messages"]] == ["u1", "acp_summary_b1", "u2", "a4", "a5", "t5", "u3"]
@@ -167,11 +169,12 @@ def test_tiers_session():
               "tokens": tok(m6["cB"]["text"]) + tok(m6["rB"]["text"])}
     assert t5["protected"] == [prot_b] and t5["inject"] is False
 
-    # Compress k3: summary too short. k4: unknown refs (one gate error). k5: u7 is the last
+    # Compress k3: summary too short. k4: unknown refs (the gate's error plus the range's own,
+    # as acp-kernel reports them). k5: u7 is the last
     # user message (zone): dropped with a warning.
     blocks4 = out[5]["blocks"]
     assert out[7] == {"blocks_created": 0, "tokens_compressed": 0, "errors": 1, "warnings": 0, "blocks": blocks4}
-    assert out[8] == {"blocks_created": 0, "tokens_compressed": 0, "errors": 1, "warnings": 0, "blocks": blocks4}
+    assert out[8] == {"blocks_created": 0, "tokens_compressed": 0, "errors": 2, "warnings": 0, "blocks": blocks4}
     assert out[9] == {"blocks_created": 1, "tokens_compressed": 200, "errors": 0, "warnings": 1,
                       "blocks": blocks4 + [{"id": "b5", "tier": 1, "active": True, "effective": ["u6", "x6"]}]}
 
@@ -180,8 +183,10 @@ def test_tiers_session():
     assert [m["id"] for m in t6["messages"]] == [
         "acp_summary_b4", "u1", "u4", "x4", "u5", "x5", "acp_summary_b5", "cB", "rB", "u7",
         "cD", "rD", "cE", "rE", "cX", "rX", "u8"]
-    # m17 (u7, 40 chars) is a final batch of 10 tokens: recommended but not viable
-    assert t6["ranges"] == [R("m00007", "m00008", 2, 200, 800, 0), R("m00011", "m00012", 2, 200, 800, 0)]
+    # m17 (u7, 40 chars) is a final batch of 10 tokens: recommended (acp-kernel lists it),
+    # though under the 200-token line the status surface uses
+    assert t6["ranges"] == [R("m00007", "m00008", 2, 200, 800, 0), R("m00011", "m00012", 2, 200, 800, 0),
+                            R("m00017", "m00017", 1, 10, 40, 0)]
     tail = sum(tok(m6[i]["text"]) for i in ["cD", "rD", "cE", "rE", "cX", "rX"])
     assert t6["protected"] == [prot_b, {"start": "m00020", "end": "m00025", "count": 6, "tokens": tail}]
     check_tags(by_id(t6), m6, {"cD": (tok(m6["cD"]["text"]), "compress", "m00020"),
