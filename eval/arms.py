@@ -314,7 +314,10 @@ def deterministic(state: ArmState, env: ArmEnv) -> View:
     view, mv = _kernel_render(state, env, None, nudges=False)
     if state.calls % max(1, env.deterministic_every):
         return view
-    ranges = sorted(mv.decision.compressible_ranges, key=lambda r: -r.tokens)
+    from doctrine.kernel.recommend import viable_ranges
+
+    # The engine picks as a status surface would: only ranges worth a summary (>= 200 tokens).
+    ranges = sorted(viable_ranges(mv.decision.compressible_ranges), key=lambda r: -r.tokens)
     if not ranges:
         return view
     r = ranges[0]
