@@ -1,6 +1,13 @@
 """Replay a synthetic 10,000-message session through the kernel, turn by turn.
 
-    /work/venv-dev/bin/python benchmarks/kernel_replay.py [--messages 10000] [--seed 0]
+    .venv/bin/python benchmarks/kernel_replay.py [--messages 10000] [--seed 0]
+        [--script OUT.jsonl] [--reference ACP_KERNEL_BUILD]
+
+``--script`` also writes the session as an incremental replay script (each turn appends its
+messages; ``python -m doctrine.kernel replay`` reads it). ``--reference`` replays that script
+through a built acp-kernel (``tools/acp_parity/driver.mjs`` with ``ACP_TIMING=1``; node
+needed, see ``tests/doctrine/kernel/fixtures/acp_parity/README.md``) and prints its per-turn
+cost at the same checkpoints and the speed ratio.
 
 Each turn appends a user message, a tool call and its result, and an assistant answer, then
 runs ``process_turn`` over the whole history (as a host does before every model call). When
@@ -13,9 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 from doctrine.kernel import (
     CompressionState,
@@ -48,7 +59,11 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, default=200000, help="model context limit")
+    ap.add_argument("--script", help="also write the session as an incremental replay script")
+    ap.add_argument("--reference", help="a built acp-kernel (its dist/ or tsc output folder) to time side by side")
     args = ap.parse_args()
+    ops: list[dict] = [{"model_context_limit": args.limit}]
+    sent = 0
 
     rnd = random.Random(args.seed)
     cfg = KernelConfig.for_limit(args.limit)
@@ -62,6 +77,8 @@ def main() -> None:
     i = 0
     while len(history) < args.messages:
         history.extend(synthetic_turn(i, rnd))
+        ops.append({"op": "turn", "append": [m.to_dict() for m in history[sent:]], "token_count": token_count})
+        sent = len(history)
         t0 = time.perf_counter()
         turn = process_turn(history, state, cfg, token_count)
         dt = time.perf_counter() - t0
@@ -81,6 +98,8 @@ def main() -> None:
                 t = turn.nudge.tier_target_blocks
                 ranges = [CompressRange(t[0].block_id, t[-1].block_id, "Tier summary: decisions and outcomes. " * 4)]
             cid = f"compress{i}"
+            ops.append({"op": "compress", "call_id": cid, "ranges": [
+                {"startId": r.start_ref, "endId": r.end_ref, "summary": r.summary} for r in ranges]})
             t0 = time.perf_counter()
             res = apply_compression(ranges, history, state, cfg, compress_call_id=cid)
             compress_times.append(time.perf_counter() - t0)
@@ -108,6 +127,34 @@ def main() -> None:
         print(f"  apply_compression: mean {statistics.mean(compress_times) * 1000:.2f} ms, "
               f"max {max(compress_times) * 1000:.2f} ms over {len(compress_times)} calls")
     print(f"total wall time: {total:.1f} s")
+    if not (args.script or args.reference):
+        return
+    path = Path(args.script) if args.script else Path(tempfile.mkdtemp()) / "session.jsonl"
+    path.write_text("".join(json.dumps(o, ensure_ascii=False) + "\n" for o in ops), encoding="utf-8")
+    print(f"script: {path} ({path.stat().st_size / 1e6:.1f} MB, {len(ops) - 1} ops)")
+    if args.reference:
+        reference(path, args.reference, samples)
+
+
+def reference(path: Path, build: str, python_samples: dict[int, list[float]]) -> None:
+    """Time the same script through acp-kernel and print the ratio at each checkpoint."""
+    driver = Path(__file__).resolve().parent.parent / "tools" / "acp_parity" / "driver.mjs"
+    out = subprocess.run(["node", str(driver), build, str(path)], capture_output=True, text=True, check=True,
+                         env={**os.environ, "ACP_TIMING": "1"})
+    ref: dict[int, list[float]] = {c: [] for c in python_samples}
+    for line in out.stdout.splitlines():
+        rec = json.loads(line)
+        if rec["op"] != "turn":
+            continue
+        for c in ref:
+            if abs(rec["n"] - c) <= WINDOW * 2:
+                ref[c].append(rec["ms"] / 1000)
+    print("acp-kernel v0.0.41 (node) on the same script:")
+    for c, xs in ref.items():
+        if not xs or not python_samples[c]:
+            continue
+        js, py = statistics.mean(xs) * 1000, statistics.mean(python_samples[c]) * 1000
+        print(f"  at ~{c:>6} messages: {js:8.2f} ms/turn  (python {py:.2f} ms: x{js / py:.2f} faster)")
 
 
 if __name__ == "__main__":

@@ -99,7 +99,8 @@ def _replay(session: Session, recipe: DataRecipe, doctrine, window: int, gate: s
 
     stats = ReplayStats()
     try:
-        for sample in replay_session(session, window=window, gate=gate, prompt_mode=recipe.prompt_mode,
+        for sample in replay_session(session, window=window, gate=gate, host=recipe.replay.host,
+                                     prompt_mode=recipe.prompt_mode,
                                      doctrine=doctrine, horizon=recipe.replay.horizon, seed=recipe.replay.seed,
                                      stats=stats, run_dir=str(run_dir), labeler=labeler,
                                      nudge_style=recipe.nudge_style):
@@ -133,6 +134,12 @@ def build_curriculum(recipe: DataRecipe, out: str | Path, *, log=print, progress
 
 def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: list[Session], jobs: list,
            scratch: Path, started: float, log, progress: bool) -> Path:
+    from doctrine.kernel.profile import resolve_profile, unique_records
+
+    # The serving profiles the rows are rendered under (replay resolves the same ones).
+    profiles = [resolve_profile(w, g, recipe.replay.host, prompt_mode=recipe.prompt_mode,
+                                nudge_style=recipe.nudge_style)
+                for w in recipe.replay.windows for g in recipe.replay.gates]
     samples: list[dict] = []
     sessions_by_split: Counter = Counter()
     sources: Counter = Counter()
@@ -164,7 +171,8 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
             for sample in logged_samples(recipe.sources.logged.paths, doctrine=doctrine, prompt_mode=recipe.prompt_mode,
                                          window=window, min_score=recipe.sources.logged.min_score,
                                          below_threshold=recipe.sources.logged.below_threshold, rejects=rejects,
-                                         nudge_style=recipe.nudge_style):
+                                         nudge_style=recipe.nudge_style, host=recipe.replay.host,
+                                         profiles=profiles):
                 if sample_tokens(sample) > recipe.max_tokens:
                     rejects["too_long"] += 1
                     continue
@@ -196,7 +204,8 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
     counts["token_percentiles"] = lengths
     atomic_write_text(out / "README.md", _card(recipe, doctrine, counts))
     write_manifest(out, stage="data", config=recipe, counts=counts, doctrine=doctrine.to_manifest(),
-                   extra={"splits": list(SPLITS), "layout": "<split>/shard-NNNNN.parquet"}, started_at=started)
+                   extra={"splits": list(SPLITS), "layout": "<split>/shard-NNNNN.parquet",
+                          "serving_profiles": unique_records(profiles)}, started_at=started)
     log(f"[data] {sum(counts[s] for s in SPLITS)} samples from {len(sessions)} sessions -> {out}")
     return out
 

@@ -22,27 +22,18 @@ sizes), the labeler decides, and its action is applied the way a host would keep
 * session action (ordinary, refusal, recovery answer): the session's next assistant
   message, with the label's text where it differs, continues the history.
 
-Token count: ``default_count_tokens`` (or ``count_tokens``) over what is sent: the system
-prompt, the tool schemas as JSON and the rendered view.
-
-Gate presets (``gate``): the reference growth gate (G = 50K) never fires below ~100K
-windows, so replay also offers the paper's "BC-extreme" tuning:
-
-* ``default``: the kernel's reference defaults;
-* ``aggressive``: floor 0.10 -> ``nudge.min_growth_ratio=0.10`` with
-  ``min_growth_floor=0``; growth 0.02 x window -> ``growth_ratio=0.02`` and
-  ``growth_floor = growth_cap = round(0.02 * window)``; range 0.06 x window ->
-  ``compress.min_compress_range = round(0.06 * window)`` (the kernel counts it in raw
-  characters).
-
-Both presets cap the recent zone (``preserve_recent_tokens``) at window / 8 (never above
-the reference 5000), so 4K-8K windows keep something to compress. ``kernel_overrides``
-are merged last.
+The request (system prompt, tool schemas, tagged view, trailing nudge) and its size come
+from the serving profile (``doctrine.kernel.profile.resolve_profile(window, gate, host,
+...)``) through the one renderer, ``doctrine.request.render_request``: the same code every
+eval kernel arm runs. Gate presets (``gate``: ``reference``, ``default``, ``aggressive``) are
+defined there, once; ``kernel_overrides`` are merged last. Every sample's meta carries the
+profile's hash (``serving_profile``).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import tempfile
@@ -55,45 +46,23 @@ from doctrine.kernel.chat import to_chat
 from doctrine.kernel.compress import apply_compression
 from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.decompress import decompress
-from doctrine.kernel.host import PROXY_HOST, HostConfig
+from doctrine.kernel.profile import PRESETS, resolve_profile
 from doctrine.kernel.state import CompressionState
-from doctrine.kernel.tokens import CountTokens, default_count_tokens
 from doctrine.label import LabelConfig, LabelSkipped, label_decision
 from doctrine.label.labeler import search_result
 from doctrine.label.needed import ACTION_PREFIX, session_msg_id, tool_units
 from doctrine.label.point import DecisionPoint, RecoveryState, build_point
-from doctrine.prompts import nudge_text_for
-from doctrine.render import render_system_prompt
-from doctrine.tools import tool_schemas
+from doctrine.request import request_frame
 
-__all__ = ["GATES", "DecisionSample", "ReplayStats", "apply_action", "gate_overrides", "kernel_config_for", "replay_session"]
+__all__ = ["GATES", "DecisionSample", "ReplayStats", "apply_action", "kernel_config_for", "replay_session"]
 
-GATES = ("default", "aggressive")
+GATES = PRESETS
 _CHAT_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content")
 
 
-def gate_overrides(gate: str, window: int) -> dict[str, Any]:
-    """Kernel overrides of a gate preset for ``window`` (see the module docstring)."""
-    if gate not in GATES:
-        raise ValueError(f"unknown gate preset {gate!r}; expected one of {list(GATES)}")
-    out: dict[str, Any] = {"preserve_recent_tokens": min(5000, max(200, window // 8))}
-    if gate == "aggressive":
-        g = max(1, round(0.02 * window))
-        out["nudge"] = {"growth_ratio": 0.02, "growth_floor": g, "growth_cap": g, "min_growth_floor": 0,
-                        "min_growth_ratio": 0.10}
-        out["compress"] = {"min_compress_range": max(1, round(0.06 * window))}
-    return out
-
-
 def kernel_config_for(window: int, gate: str = "default", overrides: dict[str, Any] | None = None) -> KernelConfig:
-    """``KernelConfig.for_limit(window, ...)`` with the gate preset, then ``overrides``."""
-    base = gate_overrides(gate, window)
-    for k, v in (overrides or {}).items():
-        if isinstance(v, dict) and isinstance(base.get(k), dict):
-            base[k] = {**base[k], **v}
-        else:
-            base[k] = v
-    return KernelConfig.for_limit(window, **base)
+    """The kernel config a replay at ``window`` with preset ``gate`` runs (the profile's)."""
+    return resolve_profile(window, gate, kernel_overrides=overrides).kernel
 
 
 @dataclass
@@ -149,9 +118,9 @@ def _boundary(session: Any, step: Any) -> int | None:
 
 
 def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any] | None = None,
-                   gate: str = "default", host: HostConfig = PROXY_HOST, prompt_mode: str = "distilled",
+                   gate: str = "default", host: str = "proxy", prompt_mode: str = "distilled",
                    doctrine: Any = None, horizon: int = 2, seed: int = 0,
-                   label_config: LabelConfig | None = None, count_tokens: CountTokens | None = None,
+                   label_config: LabelConfig | None = None,
                    stats: ReplayStats | None = None, run_dir: str | None = None,
                    labeler: Any = None, nudge_style: str = "list") -> Iterator[DecisionSample]:
     """Drive ``session`` through the kernel and yield one labelled sample per decision point.
@@ -170,17 +139,17 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
 
         doctrine = load_doctrine("v1")
     session.validate()  # a malformed session fails here, with a SessionError naming it
+    profile = resolve_profile(window, gate, host, prompt_mode=prompt_mode, nudge_style=nudge_style,
+                              kernel_overrides=kernel_overrides)
     cfg = label_config or LabelConfig()
-    count = count_tokens or default_count_tokens
+    if cfg.tools_host != profile.host:  # the host decides tool shapes and decompress style
+        cfg = dataclasses.replace(cfg, tools_host=profile.host)
     stats = stats if stats is not None else ReplayStats()
-    kcfg = kernel_config_for(window, gate, kernel_overrides)
     msgs = session.messages
     first = 1 if msgs and msgs[0].get("role") == "system" else 0
     base_prompt = (msgs[0].get("content") or "") if first else ""
-    system_prompt = render_system_prompt(doctrine, prompt_mode, base_prompt)
-    tools = tool_schemas(doctrine, prompt_mode, host=cfg.tools_host) + copy.deepcopy(list(session.tools))
-    fixed = count(system_prompt) + count(json.dumps(tools, ensure_ascii=False, sort_keys=True))
-    nudge_fn = nudge_text_for(doctrine, prompt_mode, nudge_style)
+    frame = request_frame(profile, doctrine, base_prompt=base_prompt, task_tools=copy.deepcopy(list(session.tools)))
+    system_prompt, tools = frame.system, frame.tools
     units = tool_units(msgs)
 
     history: list[dict[str, Any]] = []
@@ -190,7 +159,7 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
     n_action = 0
     common = {"source": session.source, "family": session.family, "session_id": session.session_id,
               "window": window, "gate": gate, "horizon": horizon, "seed": seed, "prompt_mode": prompt_mode,
-              "host": host.to_dict(), "tools_host": cfg.tools_host}
+              "host": profile.host, "serving_profile": profile.sha256}
 
     for step in session.steps:
         b = _boundary(session, step)
@@ -202,8 +171,7 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
             pos += 1
         recovery: RecoveryState | None = None
         for action_index in range(cfg.max_actions_per_boundary + 1):
-            point = build_point(session, step.index, b, history, state, kcfg, window, host=host,
-                                nudge_text=nudge_fn, count_tokens=count, fixed_tokens=fixed,
+            point = build_point(session, step.index, b, history, state, frame,
                                 action_index=action_index, recovery=recovery, units=units)
             state = point.state
             stats.points += 1
@@ -246,7 +214,7 @@ def apply_action(point: DecisionPoint, label: Any, history: list[dict[str, Any]]
     call_msg["id"] = action_id
     recovery = None
     if act["type"] == "compress":
-        res = apply_compression(act["args"]["content"], point.flat, point.state, point.kconfig,
+        res = apply_compression(act["args"]["content"], point.compress_messages, point.state, point.kconfig,
                                 compress_call_id=act["call_id"], count_tokens=point.count_tokens,
                                 clock_ms=lambda: 0)
         state, result = res.state, res.text

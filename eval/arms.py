@@ -25,8 +25,8 @@ from typing import Any
 
 from eval.backends.base import prompt_text
 
-__all__ = ["ARMS", "ARM_INFO", "ArmEnv", "ArmInfo", "ArmState", "View", "apply_reply",
-           "gate_overrides", "micro_compact", "protocol_safe_tail"]
+__all__ = ["ARMS", "ARM_INFO", "ArmEnv", "ArmInfo", "ArmState", "View", "apply_reply", "arm_profile",
+           "kernel_profile", "micro_compact", "protocol_safe_tail"]
 
 # The baselines' one summary prompt (generic, as a threshold compactor would use).
 SUMMARY_PROMPT = ("Summarise the conversation above so that the work can continue from the summary "
@@ -58,7 +58,10 @@ class ArmEnv:
     micro_min_chars: int = 500
     micro_keep: int = 5
     deterministic_every: int = 3  # decision points between engine compressions
-    gate: str = "aggressive"
+    gate: str = "aggressive"  # gate preset of the serving profile (doctrine.kernel.profile)
+    host: str = "proxy"  # host variant of the serving profile
+    nudge_style: str = "list"
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)  # profiles, frames
 
 
 @dataclass
@@ -73,6 +76,7 @@ class ArmState:
     kernel_errors: list[str] = field(default_factory=list)
     exchange_seq: int = 0
     seen_len: int = -1  # history length at the last context build (the deterministic clock)
+    overflows: int = 0  # requests sent larger than the window (after the host's emergency path)
 
 
 @dataclass
@@ -90,6 +94,9 @@ class View:
     token_count: int = 0  # kernel arms: the size estimate the kernel decided on
     model_view: Any = None  # kernel arms: render_for_model's ModelView
     events: list[dict[str, Any]] = field(default_factory=list)  # compactions done before the call
+    sent_tokens: int = 0  # kernel arms: the request as sent, in the profile's usage counter
+    overflow: bool = False  # kernel arms: sent_tokens > window
+    profile: Any = None  # kernel arms: the ServingProfile the request was rendered under
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -230,64 +237,68 @@ def micro_auto(state: ArmState, env: ArmEnv) -> View:
 # ----------------------------------------------------------------------------- kernel arms
 
 
-def gate_overrides(preset: str, window: int) -> dict[str, Any]:
-    """Kernel overrides for a gate preset.
+def arm_profile(arm: str, window: int, gate: str, host: str, nudge_style: str,
+                kernel_overrides: dict[str, Any] | None = None):
+    """The serving profile kernel arm ``arm`` runs under at ``window`` (the same resolution
+    data_gen uses); None for a baseline arm. The deterministic arm's is the engine layout:
+    no doctrine prompts, no nudges."""
+    from doctrine.kernel.profile import resolve_profile
 
-    ``default``: the reference defaults (their 50K growth gate never fires in small windows).
-    ``aggressive`` (the pilot's all-gates-relaxed tuning): growth threshold G = 2 % of the
-    window (``growth_ratio`` 0.02, floor 0, cap 2 % of the window), effective growth floor
-    10 % of G (``min_growth_ratio`` 0.10, ``min_growth_floor`` 0), minimum range 6 % of the
-    window in tokens, as chars at 4 per token (``min_compress_range``), and a recent zone of
-    10 % of the window (``preserve_recent_tokens``) so small windows have something to fold.
-    """
-    if preset == "default":
-        return {}
-    if preset != "aggressive":
-        raise ValueError(f"unknown gate preset {preset!r}; expected 'default' or 'aggressive'")
-    return {"nudge": {"growth_ratio": 0.02, "growth_floor": 0, "growth_cap": max(1, int(0.02 * window)),
-                      "min_growth_ratio": 0.10, "min_growth_floor": 0},
-            "compress": {"min_compress_range": int(0.06 * window * 4)},
-            "preserve_recent_tokens": int(0.10 * window)}
+    info = ARM_INFO[arm]
+    if info.kind != "kernel":
+        return None
+    mode = info.prompt_mode
+    return resolve_profile(window, gate, host, prompt_mode=mode or "distilled",
+                           nudge_style=nudge_style if mode else "none", kernel_overrides=kernel_overrides)
 
 
-def kernel_config(env: ArmEnv):
-    from doctrine.kernel.config import KernelConfig, apply_overrides
+def kernel_profile(env: ArmEnv, mode: str | None):
+    """The serving profile of ``env``'s kernel arms in prompt ``mode`` (None: the engine layout)."""
+    key = ("profile", mode)
+    if key not in env.cache:
+        arm = {"doctrine": "doctrine", "distilled": "base_slim", None: "deterministic"}[mode]
+        env.cache[key] = arm_profile(arm, env.window, env.gate, env.host, env.nudge_style, env.kernel_overrides)
+    return env.cache[key]
 
-    cfg = KernelConfig.for_limit(env.window, **gate_overrides(env.gate, env.window))
-    return apply_overrides(cfg, env.kernel_overrides) if env.kernel_overrides else cfg
+
+def kernel_config(env: ArmEnv, mode: str | None = "distilled"):
+    return kernel_profile(env, mode).kernel
+
+
+def _frame(env: ArmEnv, mode: str | None):
+    from doctrine.request import request_frame
+
+    key = ("frame", mode)
+    if key not in env.cache:
+        env.cache[key] = request_frame(kernel_profile(env, mode), env.doctrine, base_prompt=env.system_prompt,
+                                       task_tools=env.task_tools, compress_tool=mode is not None)
+    return env.cache[key]
 
 
 def _kernel_render(state: ArmState, env: ArmEnv, mode: str | None, nudges: bool) -> tuple[View, Any]:
-    from doctrine.kernel.chat import flatten, to_chat
-    from doctrine.kernel.host import HostConfig, render_for_model
+    from doctrine.kernel.chat import flatten
     from doctrine.kernel.state import CompressionState
-    from doctrine.prompts import nudge_text_for
-    from doctrine.render import render_system_prompt
-    from doctrine.tools import tool_schemas
+    from doctrine.request import render_request
 
-    cfg = kernel_config(env)
     if state.kernel_state is None:
         state.kernel_state = CompressionState.initial()
-    if mode is not None:
-        system = render_system_prompt(env.doctrine, mode, base_prompt=env.system_prompt)
-        tools = tool_schemas(env.doctrine, mode) + list(env.task_tools)
-        doctrine_only = render_system_prompt(env.doctrine, mode) + json.dumps(
-            [t["function"]["description"] for t in tool_schemas(env.doctrine, mode)])
-    else:  # deterministic: the kernel's layout, no doctrine text and no compress tool for the model
-        system, tools, doctrine_only = env.system_prompt, list(env.task_tools), ""
+    frame = _frame(env, mode)
     flat = flatten(state.history)
-    count = _tokens(env, [{"role": "system", "content": system}] + [_strip(m) for m in state.history], tools)
-    host = HostConfig(nudge="trailing-user" if nudges else "none")
-    text_fn = nudge_text_for(env.doctrine, mode) if (nudges and mode) else None
     before = state.kernel_state
-    mv = render_for_model(flat, before, cfg, count, host, text_fn, count_tokens=env.count_tokens)
-    state.kernel_state = mv.state
-    msgs = ([{"role": "system", "content": system}] if system else []) + to_chat(mv.messages)
-    nudge = mv.messages[-1].text if mv.nudge_shown else ""
+    req = render_request(frame, flat, before)
+    state.kernel_state = req.view.state
+    if req.overflow:
+        state.overflows += 1
+    mv = req.view
     retained = sum(1 for m in mv.messages if m.id != "acp_nudge")
-    dt = env.count_tokens(doctrine_only) + (env.count_tokens(nudge) if nudge else 0) if doctrine_only else 0
-    view = View(msgs, tools, retained, _tokens(env, msgs, tools), dt, mv.nudge_shown, nudge, flat,
-                mv.decision, before, count, mv)
+    # Doctrine tokens are billed tokens: the backend's counter, never the kernel's.
+    if ("doctrine_tokens", mode) not in env.cache:
+        env.cache[("doctrine_tokens", mode)] = env.count_tokens(frame.doctrine_text) if frame.doctrine_text else 0
+    dt = env.cache[("doctrine_tokens", mode)]
+    dt = dt + env.count_tokens(req.nudge_text) if dt and req.nudge_text else dt
+    view = View(req.messages, req.tools, retained, _tokens(env, req.messages, req.tools), dt, mv.nudge_shown,
+                req.nudge_text, flat, mv.decision, before, req.token_count, mv)
+    view.sent_tokens, view.overflow, view.profile = req.sent_tokens, req.overflow, frame.profile
     return view, mv
 
 
@@ -326,7 +337,7 @@ def deterministic(state: ArmState, env: ArmEnv) -> View:
     call_id = f"engine_{state.exchange_seq}"
     state.compressions_attempted += 1
     res = apply_compression([CompressRange(r.start_ref, r.end_ref, summary, "engine")], view.flat,
-                            state.kernel_state, kernel_config(env), compress_call_id=call_id)
+                            state.kernel_state, kernel_config(env, None), compress_call_id=call_id)
     if res.errors:
         state.kernel_errors.extend(res.errors)
         return view
@@ -379,8 +390,9 @@ def apply_reply(state: ArmState, env: ArmEnv, view: View, reply: dict[str, Any])
         if name == "compress":
             out["compress_attempted"] += 1
             state.compressions_attempted += 1
-            res = compress_tool_call(args, view.flat or [], state.kernel_state, kernel_config(env),
-                                     call_id=call_id)
+            prof = view.profile or kernel_profile(env, "distilled")
+            on = view.flat or [] if prof.variant.compress_on == "history" else view.model_view.messages
+            res = compress_tool_call(args, on, state.kernel_state, prof.kernel, call_id=call_id)
             if res.errors:
                 out["kernel_errors"].extend(res.errors)
                 state.kernel_errors.extend(res.errors)
@@ -395,7 +407,9 @@ def apply_reply(state: ArmState, env: ArmEnv, view: View, reply: dict[str, Any])
             _append_exchange(state, "compress", parsed if isinstance(parsed, dict) else {"content": parsed},
                              res.text, call_id, reply.get("content") or "")
         elif name in ("search_context", "decompress"):
-            text = _run_search(state, view, args) if name == "search_context" else _run_decompress(state, view, args)
+            text = (_run_search(state, view, args) if name == "search_context"
+                    else _run_decompress(state, view, args,
+                                         (view.profile or kernel_profile(env, "distilled")).variant.decompress))
             out["recovery"].append(name)
             _append_exchange(state, name, _loads(args), text, call_id)
     return out
@@ -421,8 +435,9 @@ def _run_search(state: ArmState, view: View, args: Any) -> str:
         return f"[search_context FAILED: {exc}]"
 
 
-def _run_decompress(state: ArmState, view: View, args: Any) -> str:
-    """Pi-style decompress with the block text inline (files, if any, go to a temp folder)."""
+def _run_decompress(state: ArmState, view: View, args: Any, style: str = "proxy") -> str:
+    """Decompress the way the profile's host does (proxy: restore and deactivate; Pi: the
+    block text inline); files, if any, go to a temp folder."""
     import tempfile
 
     from doctrine.kernel.decompress import decompress
@@ -430,7 +445,8 @@ def _run_decompress(state: ArmState, view: View, args: Any) -> str:
     target = str(_loads(args).get("blockId") or "")
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            res = decompress(state.kernel_state, target, view.flat or [], run_dir=tmp, inline=True)
+            res = decompress(state.kernel_state, target, view.flat or [], run_dir=tmp, style=style,
+                             inline=True if style == "pi" else None)
     except Exception as exc:  # a bad id is the model's failure, counted by the caller
         return f"[decompress FAILED: {exc}]"
     if res.ok:

@@ -136,6 +136,52 @@ class _Serialised(Backend):
         return self.inner.describe()
 
 
+def serving_profiles(recipe: EvalRecipe) -> dict[str, Any]:
+    """The profiles the kernel arms run under, per arm and window, and (with an adapter) the
+    check of the distilled arm's profiles against the ones the adapter was trained with."""
+    from eval.arms import arm_profile
+
+    per_arm: dict[str, dict[str, str]] = {}
+    profiles = []
+    for arm in recipe.arms:
+        for w in recipe.windows:
+            p = arm_profile(arm, w, recipe.gate, recipe.host, recipe.nudge_style, recipe.kernel)
+            if p is not None:
+                per_arm.setdefault(arm, {})[str(w)] = p.sha256
+                profiles.append(p)
+    from doctrine.kernel.profile import unique_records
+
+    out: dict[str, Any] = {"serving_profiles": unique_records(profiles), "arm_profiles": per_arm}
+    trained = _trained_profiles(recipe)
+    if trained is not None and "distilled" in per_arm:
+        missing = sorted(w for w, h in per_arm["distilled"].items() if h not in trained)
+        out["adapter_profiles"] = sorted(trained)
+        out["profile_mismatch"] = [{"arm": "distilled", "window": int(w), "sha256": per_arm["distilled"][w]}
+                                   for w in missing]
+        if missing and not recipe.allow_profile_mismatch:
+            raise RunConflict(
+                f"the distilled arm would run under serving profile(s) the adapter was not trained with "
+                f"(window {', '.join(missing)}, gate {recipe.gate!r}, host {recipe.host!r}); trained: "
+                f"{len(trained)} profile(s) listed in {_adapter_manifest(recipe)}. Match the recipe's windows, "
+                f"gate and host to the data recipe, or set allow_profile_mismatch: true")
+    return out
+
+
+def _trained_profiles(recipe: EvalRecipe) -> set[str] | None:
+    """Hashes of the profiles the adapter's curriculum was built with (None: not recorded)."""
+    path = _adapter_manifest(recipe)
+    if path is None:
+        return None
+    try:
+        m = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    recs = (m.get("adapter") or {}).get("serving_profiles")
+    if not isinstance(recs, list):
+        return None
+    return {r.get("sha256") for r in recs if isinstance(r, dict) and r.get("sha256")}
+
+
 def _adapter_manifest(recipe: EvalRecipe) -> Path | None:
     d = recipe.backend.adapter_dir
     if d and (Path(d) / MANIFEST).is_file():
@@ -253,6 +299,10 @@ def _run_locked(recipe: EvalRecipe, out: Path, *, backend: Backend | None, base_
 
     started = time.time()
     doc = resolve_doctrine(recipe.doctrine_version)
+    profiles = serving_profiles(recipe)  # before any case: a profile the adapter never saw fails here
+    if profiles.get("profile_mismatch"):
+        log(f"eval: warning: the distilled arm runs under {len(profiles['profile_mismatch'])} serving "
+            f"profile(s) the adapter was not trained with (allow_profile_mismatch: true)")
     jobs = plan(recipe, base_dir)
     todo = [j for j in jobs if not _finished(case_path(out, j.arm, j.case_id, j.seed))]
     skipped = len(jobs) - len(todo)
@@ -278,7 +328,8 @@ def _run_locked(recipe: EvalRecipe, out: Path, *, backend: Backend | None, base_
 
         def one(job: Job) -> None:
             ctx = RunContext(be, doc, window=job.window, horizon=recipe.horizon, max_tokens=recipe.max_tokens,
-                             arm_settings=recipe.arm_settings, kernel_overrides=recipe.kernel, gate=recipe.gate)
+                             arm_settings=recipe.arm_settings, kernel_overrides=recipe.kernel, gate=recipe.gate,
+                             host=recipe.host, nudge_style=recipe.nudge_style)
             before = be.stats() if recipe.concurrency == 1 else {}
             t0 = time.time()
             result = job.wl.run_case(job.case, job.arm, job.seed, ctx)
@@ -322,7 +373,7 @@ def _run_locked(recipe: EvalRecipe, out: Path, *, backend: Backend | None, base_
         if adapter:
             inputs["adapter"] = adapter
         write_manifest(out, stage="eval", config=recipe, doctrine=doc.to_manifest(), inputs=inputs,
-                       counts=counts, extra={"backend": describe}, started_at=started)
+                       counts=counts, extra={"backend": describe, **profiles}, started_at=started)
         log(f"eval: complete, {len(jobs)} cases in {out}")
     else:
         log(f"eval: incomplete, {summary.done}/{len(jobs)} cases done ({len(failed)} failed); rerun to resume")

@@ -68,7 +68,14 @@ class EvalRecipe(BaseConfig):
     concurrency: int = Field(1, ge=1)
     max_tokens: int = Field(256, ge=1)
     horizon: int = Field(2, ge=0)  # hindsight horizon (steps) of the oracle policy
-    gate: Literal["default", "aggressive"] = "aggressive"  # kernel gate preset (eval.arms.gate_overrides)
+    # Serving profile of the kernel arms (doctrine.kernel.profile): gate preset, host variant,
+    # nudge style; each arm's prompt mode completes it.
+    gate: Literal["reference", "default", "aggressive"] = "aggressive"
+    host: Literal["proxy", "pi"] = "proxy"
+    nudge_style: Literal["list", "none"] = "list"
+    # The distilled arm must run under a profile the adapter was trained with (its manifest's
+    # serving_profiles); set true to evaluate it under another one on purpose (the report says so).
+    allow_profile_mismatch: bool = False
     kernel: dict[str, Any] = Field(default_factory=dict)  # KernelConfig overrides on top of the preset
     arm_settings: dict[str, Any] = Field(default_factory=dict)  # eval.arms.ArmEnv fields (thresholds, cadence)
     output: str | None = None  # default --out

@@ -196,6 +196,7 @@ def export_adapter(run_dir: str | Path, *, merge: bool = False, log=print) -> Pa
             "data_manifest_sha256": train["inputs"]["data"]["sha256"],
             "chat_template_source": train.get("chat_template_source"),
             "prompt_mode": mode,
+            "serving_profiles": train.get("serving_profiles", []),
             "lora": {k: adapter_config.get(k) for k in ("r", "lora_alpha", "target_modules", "lora_dropout")},
             "metrics": train.get("metrics", {}),
             "serve_command": command,

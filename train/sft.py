@@ -187,6 +187,8 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
                     "target_tokens": target_tokens},
             extra={"model": resolved.to_manifest(), "chat_template_source": choice.source,
                    "prompt_mode": recipe.data.prompt_mode, "final_adapter": str(final),
+                   # the serving profiles of the curriculum, carried to the adapter and the eval
+                   "serving_profiles": data_manifest.get("serving_profiles", []),
                    "metrics": {k: v for k, v in metrics.items() if k != "log_history"}},
             started_at=started,
         )

@@ -41,21 +41,22 @@ def _block_number(block_id: str) -> int:
 
 def logged_samples(paths: list[str], *, doctrine, prompt_mode: str, window: int,
                    min_score: float | None, below_threshold: str, rejects: Counter,
-                   nudge_style: str = "list") -> Iterator[dict[str, Any]]:
-    """Samples ``{messages, tools, meta}`` from every usable block in ``paths``."""
+                   nudge_style: str = "list", gate: str = "default", host: str = "proxy",
+                   profiles: list | None = None) -> Iterator[dict[str, Any]]:
+    """Samples ``{messages, tools, meta}`` from every usable block in ``paths``, rendered
+    under the serving profile ``(window, gate, host, prompt_mode, nudge_style)`` by the one
+    request renderer (``profiles``, if given, collects the profile used)."""
     from doctrine.conform import check_summary
-    from doctrine.kernel import CompressionState, KernelConfig
-    from doctrine.kernel.chat import to_chat
-    from doctrine.kernel.host import render_for_model
+    from doctrine.kernel import CompressionState
+    from doctrine.kernel.profile import resolve_profile
     from doctrine.kernel.readers import StateError, read_state_file
-    from doctrine.kernel.tokens import default_count_tokens
-    from doctrine.prompts import nudge_text_for
-    from doctrine.render import render_system_prompt
-    from doctrine.tools import tool_schemas
+    from doctrine.request import render_request, request_frame
 
-    config = KernelConfig.for_limit(window)
-    system = render_system_prompt(doctrine, prompt_mode)
-    tools = tool_schemas(doctrine, prompt_mode)
+    profile = resolve_profile(window, gate, host, prompt_mode=prompt_mode, nudge_style=nudge_style)
+    if profiles is not None:
+        profiles.append(profile)
+    frame = request_frame(profile, doctrine)
+    tools = frame.tools
     for path in _paths(paths):
         try:
             logged = read_state_file(path)
@@ -98,10 +99,9 @@ def logged_samples(paths: list[str], *, doctrine, prompt_mode: str, window: int,
             earlier = CompressionState.initial()
             earlier.blocks = [b.copy() if hasattr(b, "copy") else b for b in blocks[:n] if b.tier == 1]
             visible = logged.messages[:min(len(logged.messages), last + 1 + RECENT_AFTER)]
-            count = sum(default_count_tokens(m.text or "") for m in visible)
             try:
-                view = render_for_model(visible, earlier, config, count,
-                                        nudge_text=nudge_text_for(doctrine, prompt_mode, nudge_style))
+                req = render_request(frame, visible, earlier)
+                view = req.view
             except Exception as exc:  # a corrupt log never stops the build
                 rejects[f"logged:render_{type(exc).__name__}"] += 1
                 continue
@@ -113,12 +113,12 @@ def logged_samples(paths: list[str], *, doctrine, prompt_mode: str, window: int,
             call = {"id": f"logged_{block.block_id}", "type": "function", "function": {
                 "name": "compress", "arguments": json.dumps({"topic": block.topic or "", "content": [
                     {"startId": start, "endId": end, "summary": summary}]}, ensure_ascii=False)}}
-            messages = [{"role": "system", "content": system}, *to_chat(view.messages),
-                        {"role": "assistant", "content": "", "tool_calls": [call]}]
+            messages = [*req.messages, {"role": "assistant", "content": "", "tool_calls": [call]}]
             yield {"messages": messages, "tools": tools, "meta": {
                 "kind": "nudged_compress" if view.nudge_shown else "spontaneous_compress",
                 "source": "logged", "family": f"logged:{logged.host}", "session_id": f"{logged.host}:{logged.session_id}",
-                "step": n, "window": window, "gate": "default", "doctrine_version": doctrine.version,
+                "step": n, "window": window, "gate": gate, "host": host, "serving_profile": profile.sha256,
+                "doctrine_version": doctrine.version,
                 "doctrine_sha256": doctrine.sha256, "labeler": "production" if not relabeled else "doctrine-labeler",
                 "labeler_version": "-", "prompt_mode": prompt_mode, "license": "operator logs",
                 "conformance": {"score": report.score, "passed": report.passed},

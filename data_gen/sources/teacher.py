@@ -25,27 +25,30 @@ import json
 from collections import Counter
 from typing import Any
 
-__all__ = ["TeacherLabeler", "make_teacher_labeler", "teacher_messages"]
+__all__ = ["TeacherLabeler", "make_teacher_labeler", "teacher_messages", "teacher_request"]
 
 TEACHER_KINDS = {"nudged_compress", "refusal", "spontaneous_compress", "tier2", "tier3", "emergency"}
 
 
-def teacher_messages(point, doctrine) -> list[dict[str, Any]]:
-    """The decision point as the reference (doctrine-mode) host would send it."""
-    from doctrine.kernel.chat import to_chat
-    from doctrine.kernel.host import NUDGE_MESSAGE_ID
-    from doctrine.kernel.messages import Message
-    from doctrine.prompts import nudge_text_for
-    from doctrine.render import render_system_prompt
+def teacher_request(point, doctrine):
+    """The decision point as the reference (doctrine-mode) host would send it: the point's
+    serving profile in doctrine mode, through the one request renderer, at the same size
+    (so the kernel decides exactly as it did for the student's row)."""
+    import dataclasses
 
+    from doctrine.kernel.profile import resolve_profile
+    from doctrine.request import render_request, request_frame
+
+    prof = point.profile or resolve_profile(point.window)
+    prof = dataclasses.replace(prof, prompt_mode="doctrine")
     msgs = point.session.messages
     base = (msgs[0].get("content") or "") if msgs and msgs[0].get("role") == "system" else ""
-    flat = [m for m in point.view.messages if m.id != NUDGE_MESSAGE_ID]
-    if point.nudge_shown:
-        text = nudge_text_for(doctrine, "doctrine")(point.nudge)
-        if text:
-            flat.append(Message(id=NUDGE_MESSAGE_ID, role="user", content_type="text", text=text))
-    return [{"role": "system", "content": render_system_prompt(doctrine, "doctrine", base)}, *to_chat(flat)]
+    frame = request_frame(prof, doctrine, base_prompt=base, task_tools=list(point.session.tools))
+    return render_request(frame, point.flat, point.state_before, token_count=point.token_count)
+
+
+def teacher_messages(point, doctrine) -> list[dict[str, Any]]:
+    return teacher_request(point, doctrine).messages
 
 
 class TeacherLabeler:
@@ -72,12 +75,11 @@ class TeacherLabeler:
     # ------------------------------------------------------------------ internals
 
     def _ask(self, point, doctrine, reference):
-        from doctrine.tools import tool_schemas
         from eval.backends.base import BackendError, Request
 
-        tools = tool_schemas(doctrine, "doctrine") + list(point.session.tools)
+        req = teacher_request(point, doctrine)
         try:
-            reply = self.backend.complete(Request(messages=teacher_messages(point, doctrine), tools=tools,
+            reply = self.backend.complete(Request(messages=req.messages, tools=req.tools,
                                                   max_tokens=self.max_tokens))
         except BackendError as exc:
             raise _Rejected("backend_error", str(exc)) from None

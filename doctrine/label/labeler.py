@@ -206,7 +206,8 @@ def _compress(kind: str, point: DecisionPoint, pieces: list[Piece], hs: Hindsigh
 
 
 def _dry_run(point: DecisionPoint, content: list[dict[str, Any]]) -> Any:
-    res = apply_compression(content, point.flat, point.state, point.kconfig, count_tokens=point.count_tokens,
+    res = apply_compression(content, point.compress_messages, point.state, point.kconfig,
+                            count_tokens=point.count_tokens,
                             clock_ms=lambda: 0)
     if res.blocks_created == 0 or res.errors:
         raise LabelSkipped("kernel_rejected", "; ".join(res.errors or res.warnings))

@@ -52,6 +52,8 @@ class DecisionPoint:
     action_index: int = 0
     recovery: RecoveryState | None = None
     units: list[int] = field(default_factory=list)
+    profile: Any = None  # doctrine.kernel.profile.ServingProfile the point was rendered under
+    sent_tokens: int = 0  # the request as sent (system + tools + view + nudge)
 
     @property
     def nudge(self):
@@ -65,6 +67,13 @@ class DecisionPoint:
     def state(self) -> CompressionState:
         """The kernel state after this turn (refs assigned): what compress calls apply to."""
         return self.view.state
+
+    @property
+    def compress_messages(self) -> list[Message]:
+        """What the host hands a compress call: its own messages (proxy) or the view (Pi)."""
+        if self.profile is not None and self.profile.variant.compress_on == "view":
+            return self.view.messages
+        return self.flat
 
     @property
     def next_message(self) -> dict[str, Any]:
@@ -87,33 +96,28 @@ class DecisionPoint:
 
 
 def build_point(session: Any, step: int, visible: int, history: list[dict[str, Any]], state: CompressionState,
-                kconfig: KernelConfig, window: int, *, host: HostConfig | None = None, nudge_text: Any = None,
-                count_tokens: CountTokens | None = None, fixed_tokens: int = 0, action_index: int = 0,
-                recovery: RecoveryState | None = None, units: list[int] | None = None) -> DecisionPoint:
-    """Run the kernel over ``history`` (chat dicts with raw ids) the way a host would.
+                frame: Any, *, action_index: int = 0, recovery: RecoveryState | None = None,
+                units: list[int] | None = None) -> DecisionPoint:
+    """Run the kernel over ``history`` (chat dicts with raw ids) the way the host would.
 
-    Three passes over the same input: one to size the request (``fixed_tokens`` for the
-    system prompt and tool schemas, plus the rendered view), ``render_for_model`` with that
-    size (nudge and tags as ``host`` sends them), and an untagged pass whose sizes the
-    labeler reads. ``nudge_text``: ``doctrine.prompts.nudge_text_for(doctrine, mode)``.
+    ``frame``: ``doctrine.request.request_frame(profile, doctrine, ...)``. The request is
+    rendered by ``doctrine.request.render_request`` (the one renderer training and eval
+    share); an untagged pass gives the sizes the labeler reads.
     """
     from doctrine.kernel.chat import flatten
-    from doctrine.kernel.host import render_for_model
     from doctrine.kernel.pipeline import process_turn
-    from doctrine.kernel.state import SUMMARY_ID_PREFIX
+    from doctrine.request import render_request
 
     from .needed import tool_units
 
-    host = host or HostConfig()
-    count = count_tokens or default_count_tokens
+    profile = frame.profile
     flat = flatten(history)
-    sized = process_turn(flat, state, kconfig, 0, render_tags=host.tags, count_tokens=count).messages
-    if host.summaries == "compress-call":
-        sized = [m for m in sized if not m.id.startswith(SUMMARY_ID_PREFIX)]
-    tc = fixed_tokens + sum(count(m.text) for m in sized)
-    view = render_for_model(flat, state, kconfig, tc, host, nudge_text, count_tokens=count)
-    kview = process_turn(flat, state, kconfig, tc, render_tags="none", count_tokens=count).messages
-    return DecisionPoint(session=session, step=step, visible=visible, flat=flat, state_before=state, view=view,
-                         kernel_view=kview, token_count=tc, window=window, kconfig=kconfig, host=host,
-                         count_tokens=count, action_index=action_index, recovery=recovery,
-                         units=units if units is not None else tool_units(session.messages))
+    req = render_request(frame, flat, state)
+    kview = process_turn(flat, state, profile.kernel, req.token_count, render_tags="none",
+                         count_tokens=profile.count_tokens).messages
+    return DecisionPoint(session=session, step=step, visible=visible, flat=flat, state_before=state, view=req.view,
+                         kernel_view=kview, token_count=req.token_count, window=profile.window,
+                         kconfig=profile.kernel, host=profile.host_config, count_tokens=profile.count_tokens,
+                         action_index=action_index, recovery=recovery,
+                         units=units if units is not None else tool_units(session.messages),
+                         profile=profile, sent_tokens=req.sent_tokens)

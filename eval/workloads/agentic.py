@@ -89,7 +89,7 @@ def run_agentic_task(task: AgenticTask, arm: str, seed: int, ctx: RunContext, ma
 
     env = ArmEnv(window=ctx.window, count_tokens=backend.count_tokens, summarise=summarise, doctrine=ctx.doctrine,
                  task_tools=list(task.tools), system_prompt=task.system, kernel_overrides=dict(ctx.kernel_overrides),
-                 gate=ctx.gate)
+                 gate=ctx.gate, host=ctx.host, nudge_style=ctx.nudge_style)
     state = ArmState(history=[{"id": "u0", "role": "user", "content": task.prompt}])
     tool_errors = finished = 0
     script = list(task.script)

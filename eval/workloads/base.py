@@ -27,6 +27,8 @@ class RunContext:
     arm_settings: dict[str, Any] = field(default_factory=dict)
     kernel_overrides: dict[str, Any] = field(default_factory=dict)
     gate: str = "aggressive"
+    host: str = "proxy"
+    nudge_style: str = "list"
 
 
 def call_record(purpose: str, request: Request | None, completion: Completion | None, *, view: Any = None,

@@ -72,16 +72,18 @@ def demo_session(seed: int = 0, steps: int = 8, output_chars: int = 1800, probe_
 
 def held_out_rows(doctrine: Any, n: int = 6) -> list[dict[str, Any]]:
     """Decision rows ``{messages, tools, meta}`` in data_gen's shape (distilled mode)."""
-    from doctrine.render import NudgeView, RangeView, render_nudge, render_system_prompt
-    from doctrine.tools import tool_schemas
+    from doctrine.kernel.profile import resolve_profile
+    from doctrine.render import NudgeView, RangeView, render_nudge
+    from doctrine.request import request_frame
 
+    frame = request_frame(resolve_profile(6000, "aggressive"), doctrine, task_tools=TASK_TOOLS)
     kinds = ["nudged_compress", "refusal", "ordinary"]
     rows = []
     for i in range(n):
         kind = kinds[i % 3]
         err = f"ValueError: bad token {100 + i} at src/parser/mod_{i}.py:{20 + i}"
         ctx = [
-            {"role": "system", "content": render_system_prompt(doctrine, "distilled")},
+            {"role": "system", "content": frame.system},
             {"role": "user", "content": f'<acp tokens="30" type="text">m00001</acp>\nFix the failing test in mod_{i}.'},
             {"role": "assistant", "content": "", "tool_calls": [_call(f"c{i}", f"pytest -q tests/test_mod_{i}.py")]},
             {"role": "tool", "tool_call_id": f"c{i}", "name": "bash", "content": "ok " * 300 + f"\nFAILED - {err}"},
@@ -100,8 +102,10 @@ def held_out_rows(doctrine: Any, n: int = 6) -> list[dict[str, Any]]:
             target = {"role": "assistant", "content": f"Not yet: I still need the traceback for mod_{i}."}
         else:
             target = {"role": "assistant", "content": "", "tool_calls": [_call(f"t{i}", f"sed -n 1,40p src/parser/mod_{i}.py")]}
-        rows.append({"messages": ctx + [target], "tools": tool_schemas(doctrine, "distilled") + TASK_TOOLS,
+        rows.append({"messages": ctx + [target], "tools": [dict(t) for t in frame.tools],
                      "meta": {"kind": kind, "source": "fixture", "session_id": f"h{i}", "step": 1,
+                              "window": 6000, "gate": "aggressive", "host": "proxy",
+                              "serving_profile": frame.profile.sha256,
                               "doctrine_version": doctrine.version, "doctrine_sha256": doctrine.sha256,
                               "labeler": "fixture", "prompt_mode": "distilled"}})
     return rows

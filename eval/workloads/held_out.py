@@ -244,8 +244,8 @@ class HeldOutWorkload:
 
 
 def run_row(row: dict[str, Any], arm: str, ctx: RunContext) -> dict[str, Any]:
-    from doctrine.render import render_system_prompt
-    from doctrine.tools import tool_schemas
+    from doctrine.kernel.profile import resolve_profile
+    from doctrine.request import request_frame
     from eval.arms import ARM_INFO
 
     info = ARM_INFO[arm]
@@ -256,13 +256,18 @@ def run_row(row: dict[str, Any], arm: str, ctx: RunContext) -> dict[str, Any]:
     context, target = row["messages"][:-1], row["messages"][-1]
     context, notes = rerender_context(context, doc, row_mode, mode, meta)
     task_tools = [t for t in row["tools"] if (t.get("function") or {}).get("name") not in KERNEL_TOOL_NAMES]
-    tools = tool_schemas(doc, mode) + task_tools
+    # The row's serving profile in the arm's prompt mode: tool schemas and doctrine text come
+    # from the same frame every kernel arm and data_gen's replay use.
+    host = meta.get("host") if isinstance(meta.get("host"), str) else ctx.host
+    profile = resolve_profile(int(meta.get("window") or ctx.window), str(meta.get("gate") or ctx.gate), host,
+                              prompt_mode=mode, nudge_style=ctx.nudge_style)
+    frame = request_frame(profile, doc, task_tools=task_tools)
+    tools = frame.tools
     label_kind = KIND_OF_LABEL.get(str(meta.get("kind")), "ordinary")
     req = Request(context, tools, info.use_adapter, ctx.max_tokens, {"target": target})
     comp = safe_complete(ctx.backend, req)
     count = ctx.backend.count_tokens
-    doctrine_tokens = count(render_system_prompt(doc, mode)) + count(
-        json.dumps([t["function"]["description"] for t in tool_schemas(doc, mode)]))
+    doctrine_tokens = count(frame.doctrine_text)
     if notes["nudge_present"]:
         doctrine_tokens += count(context[-1].get("content") or "")
     scores = score_reply(comp.message, target, context, tools, comp.parse_errors, notes["nudge_present"],
@@ -274,4 +279,5 @@ def run_row(row: dict[str, Any], arm: str, ctx: RunContext) -> dict[str, Any]:
                "doctrine_tokens": doctrine_tokens, "malformed_calls": int(bool(comp.parse_errors)),
                "label_source_kind": str(meta.get("kind"))}
     return {"workload": "held_out", "rerender": notes, "calls": [rec], "metrics": metrics,
+            "serving_profile": profile.record(),
             "meta": {k: meta.get(k) for k in ("session_id", "step", "kind", "source", "family", "prompt_mode")}}

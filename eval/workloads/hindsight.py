@@ -74,23 +74,23 @@ def labeler_decision(session: Any, step: int, view: Any, kstate: Any, env: Any, 
     if not labeler_available() or view.flat is None:
         return None
     try:
-        from doctrine.kernel.host import HostConfig
         from doctrine.kernel.pipeline import process_turn
         from doctrine.label import DecisionPoint, label_decision
         from doctrine.label.needed import tool_units
-        from eval.arms import kernel_config
+        from eval.arms import kernel_profile
 
-        kcfg = kernel_config(env)
+        prof = view.profile or kernel_profile(env, "distilled")
+        kcfg = prof.kernel
         visible = 1 + max((i for i in map(session_index, (m.id for m in view.flat)) if i is not None), default=-1)
         if visible >= len(session.messages):
             return None
         kview = process_turn(view.flat, view.kernel_before, kcfg, view.token_count, render_tags="none",
-                             count_tokens=env.count_tokens).messages
+                             count_tokens=prof.count_tokens).messages
         mv = view.model_view
         point = DecisionPoint(session=session, step=step, visible=visible, flat=view.flat,
                               state_before=view.kernel_before, view=mv, kernel_view=kview,
-                              token_count=view.token_count, window=env.window, kconfig=kcfg, host=HostConfig(),
-                              count_tokens=env.count_tokens, units=tool_units(session.messages))
+                              token_count=view.token_count, window=env.window, kconfig=kcfg, host=prof.host_config,
+                              count_tokens=prof.count_tokens, units=tool_units(session.messages), profile=prof)
         label = label_decision(point, doctrine=env.doctrine, horizon=horizon, seed=seed)
         msg = getattr(label, "message", None)
         return msg if isinstance(msg, dict) else None

@@ -124,10 +124,11 @@ def run_probe_case(pc: ProbeCase, arm: str, seed: int, ctx: RunContext, max_turn
         return (comp.message.get("content") or "").strip() or "(empty summary)"
 
     keys = set(ArmEnv.__dataclass_fields__) - {"window", "count_tokens", "summarise", "doctrine", "task_tools",
-                                               "system_prompt", "kernel_overrides", "gate"}
+                                               "system_prompt", "kernel_overrides", "gate", "host",
+                                               "nudge_style", "cache"}
     env = ArmEnv(window=ctx.window, count_tokens=backend.count_tokens, summarise=summarise, doctrine=ctx.doctrine,
                  task_tools=list(pc.converted.tools), system_prompt=system, kernel_overrides=dict(ctx.kernel_overrides),
-                 gate=ctx.gate, **{k: v for k, v in ctx.arm_settings.items() if k in keys})
+                 gate=ctx.gate, host=ctx.host, nudge_style=ctx.nudge_style, **{k: v for k, v in ctx.arm_settings.items() if k in keys})
     state = ArmState(history=[{**m, "id": f"s{i}"} for i, m in enumerate(msgs) if m.get("role") != "system"])
     counters: dict[str, int] = {}
     if info.nudges and session is not None:  # the history's own nudges, before any question

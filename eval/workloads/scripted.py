@@ -97,11 +97,13 @@ def _env(session: Any, ctx: RunContext, summarise) -> ArmEnv:
     msgs = session.messages
     system = msgs[0].get("content") or "" if msgs and msgs[0].get("role") == "system" else ""
     keys = set(ArmEnv.__dataclass_fields__) - {"window", "count_tokens", "summarise", "doctrine", "task_tools",
-                                               "system_prompt", "kernel_overrides", "gate"}
+                                               "system_prompt", "kernel_overrides", "gate", "host",
+                                               "nudge_style", "cache"}
     extra = {k: v for k, v in ctx.arm_settings.items() if k in keys}
     return ArmEnv(window=ctx.window, count_tokens=ctx.backend.count_tokens, summarise=summarise,
                   doctrine=ctx.doctrine, task_tools=list(session.tools), system_prompt=system,
-                  kernel_overrides=dict(ctx.kernel_overrides), gate=ctx.gate, **extra)
+                  kernel_overrides=dict(ctx.kernel_overrides), gate=ctx.gate, host=ctx.host,
+                  nudge_style=ctx.nudge_style, **extra)
 
 
 def run_session(session: Any, arm: str, seed: int, ctx: RunContext, decide_at: str = "step",

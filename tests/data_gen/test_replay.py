@@ -170,16 +170,16 @@ def test_small_window_and_stats(session, doctrine):
         assert_unprotected(s)
 
 
-def test_gate_presets():
-    ref = kernel_config_for(200_000, "default")
-    assert ref.nudge.growth_floor == 50000 and ref.compress.min_compress_range == 5000
-    agg = kernel_config_for(8192, "aggressive")
-    assert agg.nudge.growth_floor == agg.nudge.growth_cap == round(0.02 * 8192)
-    assert agg.nudge.min_growth_ratio == 0.10 and agg.compress.min_compress_range == round(0.06 * 8192)
-    assert agg.preserve_recent_tokens == 8192 // 8
+def test_replay_runs_the_profile_kernel():
+    """Replay's kernel is the serving profile's: one definition of each preset."""
+    from doctrine.kernel.profile import resolve_profile
+
+    for window, gate in ((200_000, "default"), (8192, "aggressive"), (4096, "reference")):
+        assert kernel_config_for(window, gate) == resolve_profile(window, gate).kernel
     over = kernel_config_for(8192, "aggressive", {"nudge": {"growth_cap": 999}})
+    agg = kernel_config_for(8192, "aggressive")
     assert over.nudge.growth_cap == 999 and over.nudge.growth_floor == agg.nudge.growth_floor
-    assert set(GATES) == {"default", "aggressive"}
+    assert set(GATES) == {"reference", "default", "aggressive"}
     with pytest.raises(ValueError):
         kernel_config_for(8192, "extreme")
 

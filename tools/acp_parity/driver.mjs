@@ -12,6 +12,8 @@ const kernel = await import(pathToFileURL(join(buildDir, "index.js")).href);
 const { createCore, createInitialState, defaultConfig } = kernel;
 const core = createCore();
 
+// ACP_TIMING=1: print only {"op", "n", "ms"} per op (processTurn / applyCompression time).
+const TIMING = !!process.env.ACP_TIMING;
 const sha = (t) => createHash("sha256").update(t ?? "", "utf8").digest("hex").slice(0, 16);
 
 // Map the reference's error / warning prose onto the kinds both sides share.
@@ -86,8 +88,16 @@ for (const raw of lines) {
   if (d.op === "turn") {
     if (d.messages) history = d.messages.map(toCore);
     else history = history.concat((d.append ?? []).map(toCore));
+    const t0 = performance.now();
     const r = core.processTurn({ messages: history, state, config, tokenCount: d.token_count, renderTags: d.render_tags ?? "all" });
+    const ms = performance.now() - t0;
     state = r.state;
+    if (TIMING) {
+      lastMessages = history;
+      lastView = r.messages;
+      process.stdout.write(JSON.stringify({ op: "turn", n: history.length, ms }) + "\n");
+      continue;
+    }
     lastMessages = history;
     lastView = r.messages;
     const n = r.nudge;
@@ -111,8 +121,14 @@ for (const raw of lines) {
       if (x.summaryMaxChars !== undefined) r.summaryMaxChars = x.summaryMaxChars;
       return r;
     });
+    const t0 = performance.now();
     const r = core.applyCompression({ ranges, messages: d.on === "view" ? lastView : lastMessages, state, config });
+    const ms = performance.now() - t0;
     state = r.state;
+    if (TIMING) {
+      process.stdout.write(JSON.stringify({ op: "compress", n: lastMessages.length, ms, blocks: r.result.blocksCreated }) + "\n");
+      continue;
+    }
     rec = {
       op: "compress",
       blocks_created: r.result.blocksCreated,

@@ -17,11 +17,11 @@ import json
 
 import pytest
 
-from data_gen.replay import kernel_config_for
+from doctrine.kernel.profile import resolve_profile
 from doctrine.kernel.state import CompressionState
 from doctrine.label.needed import session_msg_id
 from doctrine.label.point import build_point
-from doctrine.prompts import nudge_text_for
+from doctrine.request import request_frame
 from doctrine.session import Fact, Session, Step
 from doctrine.spec import load_doctrine
 
@@ -112,9 +112,10 @@ def point_at(session: Session, step: int, doctrine, *, window: int = 100_000, ov
     st = session.steps[step]
     visible = next(i for i in range(st.start, st.end) if session.messages[i]["role"] == "assistant")
     hist = history if history is not None else history_for(session, visible)
-    kcfg = kernel_config_for(window, "default", overrides if overrides is not None else NUDGE_ALWAYS)
-    return build_point(session, step, visible, hist, state or CompressionState.initial(), kcfg, window,
-                       nudge_text=nudge_text_for(doctrine, mode), **kw)
+    profile = resolve_profile(window, "reference", prompt_mode=mode,
+                              kernel_overrides=overrides if overrides is not None else NUDGE_ALWAYS)
+    frame = request_frame(profile, doctrine)
+    return build_point(session, step, visible, hist, state or CompressionState.initial(), frame, **kw)
 
 
 class Hand:

@@ -1,0 +1,218 @@
+"""The serving profile: everything the serving side decides for a window, defined once.
+
+A model trains on exactly what the serving stack will show it only if training, evaluation
+and export resolve the same settings. ``resolve_profile(window, preset, host, ...)`` gives
+one frozen, hashed object with:
+
+* the kernel config: gate preset (growth threshold, floors, minimum range), recent zone,
+  protection, truncation, all as ``KernelConfig``;
+* the token counters: ``kernel_counter`` (what the kernel counts ``tokens=`` tags, range
+  sizes and nudge sizes with: acp-kernel's ``defaultCountTokens``, on every host) and
+  ``usage_counter`` (what the host's ``tokenCount``, the fill the gates read, is counted
+  with, over the whole request as sent). The model's own tokenizer is for billing only and
+  never enters either;
+* the host variant: tag strategy, where summaries live, nudge placement, decompress style,
+  which messages a compress call is applied to, and the compress argument names;
+* the prompt mode (``doctrine`` / ``distilled``) and the nudge style.
+
+``profile.sha256`` hashes the resolved values, so two stages agree exactly when their hashes
+do. ``python -m doctrine.kernel profile --window W [--preset P] [--host H]`` prints it.
+
+Gate presets (the only definition in the project):
+
+* ``reference``: acp-kernel's defaults unchanged. Growth threshold G = 50K tokens, effective
+  floor max(20K, 0.45 G) = 22.5K, minimum range 5,000 chars, recent zone 5 messages /
+  5,000 tokens. Below ~100K windows only the pressure band (>= 75 %) ever nudges.
+* ``default``: the reference's proportions at a 200K window, scaled to this window
+  (scale s = min(1, W / 200K)): G = 50K s, minimum growth floor 20K s, minimum range
+  5,000 s chars, recent zone 5,000 s tokens (at least 5 messages, as the reference).
+  Identical to ``reference`` at 200K and above; at small windows gentle nudges, declines and
+  compressions happen below the pressure band, as they do in production.
+* ``aggressive``: the pilot's all-gates-relaxed tuning ("BC-extreme"): G = 2 % of the
+  window, effective floor 10 % of G, minimum range 6 % of the window in tokens (x4 chars),
+  recent zone as ``default``. Nudges fire at almost every step.
+
+What each preset means at 4K, 32K and 200K (G / effective floor / minimum range chars /
+recent-zone tokens):
+
+=========== ======================= ========================= ==========================
+preset      4,096                   32,768                    200,000
+=========== ======================= ========================= ==========================
+reference   50000 / 22500 / 5000 /  50000 / 22500 / 5000 /    50000 / 22500 / 5000 /
+            5000                    5000                      5000
+default     1024 / 461 / 102 / 102  8192 / 3686 / 819 / 819   50000 / 22500 / 5000 / 5000
+aggressive  82 / 8 / 983 / 102      655 / 66 / 7864 / 819     4000 / 400 / 48000 / 5000
+=========== ======================= ========================= ==========================
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from doctrine.kernel.config import KernelConfig, apply_overrides
+from doctrine.kernel.host import HostConfig
+
+PRESETS = ("reference", "default", "aggressive")
+PROMPT_MODES = ("doctrine", "distilled")
+NUDGE_STYLES = ("list", "none")  # doctrine.render.NUDGE_STYLES
+COUNTERS = ("acp-default",)
+REFERENCE_WINDOW = 200_000
+
+
+def gate_overrides(preset: str, window: int) -> dict[str, Any]:
+    """Kernel overrides of a gate preset at ``window`` (see the module docstring)."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown gate preset {preset!r}; expected one of {list(PRESETS)}")
+    if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+        raise ValueError(f"window must be a positive integer, got {window!r}")
+    if preset == "reference":
+        return {}
+    s = min(1.0, window / REFERENCE_WINDOW)
+    recent = max(1, round(5000 * s))
+    if preset == "default":
+        g = max(1, round(50_000 * s))
+        return {"nudge": {"growth_floor": g, "growth_cap": g, "min_growth_floor": max(1, round(20_000 * s))},
+                "compress": {"min_compress_range": max(1, round(5000 * s))},
+                "preserve_recent_tokens": recent}
+    g = max(1, round(0.02 * window))
+    return {"nudge": {"growth_ratio": 0.02, "growth_floor": g, "growth_cap": g, "min_growth_floor": 0,
+                      "min_growth_ratio": 0.10},
+            "compress": {"min_compress_range": max(1, round(0.06 * window * 4))},
+            "preserve_recent_tokens": recent}
+
+
+@dataclass(frozen=True)
+class HostVariant:
+    """How one host shapes a request and applies the model's tool calls."""
+
+    name: str
+    tags: str  # ref tag strategy: "text-only" | "all" | "none"
+    summaries: str  # "compress-call" | "kernel-message"
+    nudge: str  # "trailing-user" | "none"
+    decompress: str  # "proxy" (restore + deactivate) | "pi" (inline or file, block stays)
+    compress_on: str  # "history" (the host's messages) | "view" (the tagged, pruned view)
+    compress_args: str = "startId/endId"  # the compress tool's range keys
+
+    def host_config(self, nudge_style: str) -> HostConfig:
+        return HostConfig(summaries=self.summaries, tags=self.tags,
+                          nudge="none" if nudge_style == "none" else self.nudge)
+
+
+# The billion-context proxy (the default) and the Pi host (spec §1.3, §5.5, §6).
+HOSTS = {
+    "proxy": HostVariant("proxy", tags="text-only", summaries="compress-call", nudge="trailing-user",
+                         decompress="proxy", compress_on="history"),
+    "pi": HostVariant("pi", tags="all", summaries="compress-call", nudge="trailing-user",
+                      decompress="pi", compress_on="view"),
+}
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class ServingProfile:
+    window: int
+    preset: str = "default"
+    host: str = "proxy"
+    prompt_mode: str = "distilled"
+    nudge_style: str = "list"
+    kernel_counter: str = "acp-default"
+    usage_counter: str = "acp-default"
+    # Recipe overrides of kernel settings, merged after the preset (a JSON string, so the
+    # profile stays hashable and frozen).
+    overrides_json: str = "{}"
+
+    @cached_property
+    def kernel(self) -> KernelConfig:
+        cfg = KernelConfig.for_limit(self.window, **gate_overrides(self.preset, self.window))
+        extra = json.loads(self.overrides_json)
+        return apply_overrides(cfg, extra) if extra else cfg
+
+    @property
+    def variant(self) -> HostVariant:
+        return HOSTS[self.host]
+
+    @property
+    def host_config(self) -> HostConfig:
+        return self.variant.host_config(self.nudge_style)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every resolved value (what a manifest records), without the hash."""
+        v = self.variant
+        return {
+            "window": self.window, "preset": self.preset, "host": self.host,
+            "prompt_mode": self.prompt_mode, "nudge_style": self.nudge_style,
+            "kernel_counter": self.kernel_counter, "usage_counter": self.usage_counter,
+            "host_variant": {"tags": v.tags, "summaries": v.summaries, "nudge": self.host_config.nudge,
+                             "decompress": v.decompress, "compress_on": v.compress_on,
+                             "compress_args": v.compress_args},
+            "kernel_overrides": json.loads(self.overrides_json),
+            "kernel": self.kernel.to_dict(),
+        }
+
+    @cached_property
+    def sha256(self) -> str:
+        return hashlib.sha256(_canonical(self.to_dict()).encode("utf-8")).hexdigest()
+
+    def record(self) -> dict[str, Any]:
+        """The manifest entry: the short keys, the hash, then the resolved values."""
+        return {"window": self.window, "preset": self.preset, "host": self.host,
+                "prompt_mode": self.prompt_mode, "nudge_style": self.nudge_style,
+                "sha256": self.sha256, "resolved": self.to_dict()}
+
+    def count_tokens(self, text: str) -> int:
+        """The kernel's counter (``kernel_counter``)."""
+        from doctrine.kernel.tokens import default_count_tokens
+
+        return default_count_tokens(text)
+
+    def count_usage(self, text: str) -> int:
+        """The host's fill counter (``usage_counter``) over request text."""
+        from doctrine.kernel.tokens import default_count_tokens
+
+        return default_count_tokens(text)
+
+
+def resolve_profile(window: int, preset: str = "default", host: str = "proxy", *,
+                    prompt_mode: str = "distilled", nudge_style: str = "list",
+                    kernel_overrides: dict[str, Any] | None = None) -> ServingProfile:
+    """The one way to get a serving profile; every value is checked here."""
+    gate_overrides(preset, window)  # validates preset and window
+    if host not in HOSTS:
+        raise ValueError(f"unknown host {host!r}; expected one of {sorted(HOSTS)}")
+    if prompt_mode not in PROMPT_MODES:
+        raise ValueError(f"unknown prompt mode {prompt_mode!r}; expected one of {list(PROMPT_MODES)}")
+    if nudge_style not in NUDGE_STYLES:
+        raise ValueError(f"unknown nudge style {nudge_style!r}; expected one of {list(NUDGE_STYLES)}")
+    overrides = kernel_overrides or {}
+    p = ServingProfile(window, preset, host, prompt_mode, nudge_style,
+                       overrides_json=_canonical(overrides))
+    p.kernel  # noqa: B018 - resolve now: a bad override fails here, with its key named
+    return p
+
+
+def profile_from_record(rec: dict[str, Any]) -> ServingProfile:
+    """Rebuild a profile from a manifest entry and check its hash."""
+    r = rec.get("resolved") or {}
+    p = resolve_profile(rec["window"], rec.get("preset", "default"), rec.get("host", "proxy"),
+                        prompt_mode=rec.get("prompt_mode", "distilled"),
+                        nudge_style=rec.get("nudge_style", "list"),
+                        kernel_overrides=r.get("kernel_overrides") or {})
+    if rec.get("sha256") and rec["sha256"] != p.sha256:
+        raise ValueError(f"serving profile {rec['sha256'][:12]} does not resolve the same here "
+                         f"(got {p.sha256[:12]}): the kernel or its presets changed since it was recorded")
+    return p
+
+
+def unique_records(profiles: list[ServingProfile]) -> list[dict[str, Any]]:
+    """Manifest list: one entry per distinct profile, in first-seen order."""
+    seen: dict[str, dict[str, Any]] = {}
+    for p in profiles:
+        seen.setdefault(p.sha256, p.record())
+    return list(seen.values())
