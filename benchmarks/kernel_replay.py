@@ -12,7 +12,7 @@ cost at the same checkpoints and the speed ratio.
 Each turn appends a user message, a tool call and its result, and an assistant answer, then
 runs ``process_turn`` over the whole history (as a host does before every model call). When
 the kernel nudges, a scripted "model" compresses the listed ranges in one call, and the call
-and its result join the history. Prints the mean time per turn near 1K, 5K and 10K messages
+and its result join the history. Prints the median time per turn near 1K, 5K and 10K messages
 (the cost should grow no faster than linearly with history) and the total wall time.
 """
 
@@ -39,7 +39,7 @@ from doctrine.kernel import (
 )
 
 CHECKPOINTS = (1000, 5000, 10000)
-WINDOW = 20  # turns averaged around each checkpoint
+WINDOW = 100  # messages on each side of a checkpoint whose turns are timed (median)
 
 
 def synthetic_turn(i: int, rnd: random.Random) -> list[Message]:
@@ -85,7 +85,7 @@ def main() -> None:
         n_turns += 1
         state = turn.state
         for c in samples:
-            if abs(len(history) - c) <= WINDOW * 2:
+            if abs(len(history) - c) <= WINDOW:
                 samples[c].append(dt)
         # The host's next estimate: what it just sent (the proxy uses the upstream count).
         token_count = sum(default_count_tokens(m.text) for m in turn.messages) + 1500
@@ -119,7 +119,7 @@ def main() -> None:
     for c, xs in samples.items():
         if not xs:
             continue
-        ms = statistics.mean(xs) * 1000
+        ms = statistics.median(xs) * 1000
         base = base or ms / c
         print(f"  at ~{c:>6} messages: {ms:8.2f} ms/turn  ({ms / c * 1000:6.2f} us per message in history,"
               f" x{ms / c / base:4.2f} of the 1K rate)")
@@ -147,13 +147,13 @@ def reference(path: Path, build: str, python_samples: dict[int, list[float]]) ->
         if rec["op"] != "turn":
             continue
         for c in ref:
-            if abs(rec["n"] - c) <= WINDOW * 2:
+            if abs(rec["n"] - c) <= WINDOW:
                 ref[c].append(rec["ms"] / 1000)
     print("acp-kernel v0.0.41 (node) on the same script:")
     for c, xs in ref.items():
         if not xs or not python_samples[c]:
             continue
-        js, py = statistics.mean(xs) * 1000, statistics.mean(python_samples[c]) * 1000
+        js, py = statistics.median(xs) * 1000, statistics.median(python_samples[c]) * 1000
         print(f"  at ~{c:>6} messages: {js:8.2f} ms/turn  (python {py:.2f} ms: x{js / py:.2f} faster)")
 
 

@@ -17,7 +17,7 @@ from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.messages import Message
 from doctrine.kernel.nudge import reset_after_compress
 from doctrine.kernel.protection import COMPRESS_TOOL, is_message_protected
-from doctrine.kernel.prune import is_rendered_summary
+from doctrine.kernel.prune import first_index, is_rendered_summary
 from doctrine.kernel.recommend import protected_zone_refs
 from doctrine.kernel.refs import format_ref, parse_boundary
 from doctrine.kernel.state import SUMMARY_ID_PREFIX, Block, CompressionState
@@ -75,13 +75,26 @@ class _View:
     def __init__(self, messages: list[Message]):
         self.messages = messages
         self.index_of: dict[str, int] = {m.id: i for i, m in enumerate(messages)}
-        self._first: dict[str, Message] = {}
-        for m in reversed(messages):
-            self._first[m.id] = m
+        self._first = first_index(messages)
+        self._earliest: dict[str, int | None] = {}  # block id -> earliest raw index (lists never change)
+        self._protected_calls: set[str] | None = None
 
     def first(self, mid: str) -> Message | None:
         """The first message with this id (``Array.find``)."""
-        return self._first.get(mid)
+        i = self._first.get(mid)
+        return None if i is None else self.messages[i]
+
+    def protected_calls(self, config: KernelConfig) -> set[str]:
+        """Call ids of protected tool messages (computed once per compress call)."""
+        if self._protected_calls is None:
+            self._protected_calls = {m.tool_call_id for m in self.messages
+                                     if m.tool_call_id and is_message_protected(m, config)}
+        return self._protected_calls
+
+    def earliest_of(self, b: Block) -> int | None:
+        if b.block_id not in self._earliest:
+            self._earliest[b.block_id] = self.earliest(b.effective_message_ids)
+        return self._earliest[b.block_id]
 
     def earliest(self, ids: list[str]) -> int | None:
         best = None
@@ -94,14 +107,14 @@ class _View:
     def anchor(self, b: Block) -> int | None:
         """A block's visible anchor: its summary message, else its earliest raw message."""
         i = self.index_of.get(SUMMARY_ID_PREFIX + b.block_id)
-        return i if i is not None else self.earliest(b.effective_message_ids)
+        return i if i is not None else self.earliest_of(b)
 
     def visible_in(self, b: Block, start: int, end: int) -> bool:
         """Any visible form of the block (summary or earliest raw) lies in [start, end]."""
         i = self.index_of.get(SUMMARY_ID_PREFIX + b.block_id)
         if i is not None and start <= i <= end:
             return True
-        j = self.earliest(b.effective_message_ids)
+        j = self.earliest_of(b)
         return j is not None and start <= j <= end
 
 
@@ -250,7 +263,7 @@ def _widen(start: int, end: int, msgs: list[Message]) -> tuple[int, int]:
 
 def _drop_hard_protected(direct: list[str], view: _View, config: KernelConfig) -> list[str]:
     """``direct`` without protected tool messages and the results of protected calls."""
-    calls = {m.tool_call_id for m in view.messages if m.tool_call_id and is_message_protected(m, config)}
+    calls = set(view.protected_calls(config))
     removed: set[str] = set()
     for x in direct:
         m = view.first(x)

@@ -14,7 +14,7 @@ from doctrine.kernel.filters import apply_filters
 from doctrine.kernel.hide import hide_compress_calls
 from doctrine.kernel.messages import Message
 from doctrine.kernel.nudge import NudgeDecision, decide_nudge, stamp
-from doctrine.kernel.prune import prune
+from doctrine.kernel.prune import first_index, prune
 from doctrine.kernel.recommend import recommend
 from doctrine.kernel.refs import assign_refs
 from doctrine.kernel.state import CompressionState
@@ -46,12 +46,14 @@ def process_turn(messages: list[Message], state: CompressionState, config: Kerne
         raise ValueError(f"render_tags must be one of {STRATEGIES}, got {render_tags!r}")
     count = memo_counter(count_tokens)
     warnings = config.validate()
-    st = state.copy()
+    st = state.copy(share_lists=True)  # the returned state's blocks share id lists with the input's
+    # First index of each id of the input, built once for sync (presence) and prune (anchors).
+    index_of = first_index(messages)
 
     assign_refs(messages, st, config)                       # 1
-    sync_blocks(messages, st)                               # 2
+    sync_blocks(messages, st, present=index_of)             # 2
     advance_survival(st, config.promotion_threshold)
-    view = prune(messages, st)                              # 3
+    view = prune(messages, st, index_of=index_of)           # 3
     view = apply_filters(view, config.message_filters, config.filters)  # 4
     view = hide_compress_calls(view, st)                    # 5
     rec = recommend(view, st, config, count)                # 6

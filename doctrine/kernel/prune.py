@@ -7,6 +7,7 @@ orphan strips tidy tool pairs and reasoning runs.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from itertools import repeat
 
 from doctrine.kernel.messages import Message
@@ -37,8 +38,15 @@ def is_summary_message(msg: Message) -> bool:
 
 
 def summary_message(block: Block) -> Message:
-    return Message(id=SUMMARY_ID_PREFIX + block.block_id, role="system", content_type="text",
-                   text=summary_text(block))
+    return _summary_message(block.block_id, block.topic, block.summary)
+
+
+@lru_cache(maxsize=1 << 14)  # every turn re-emits every active block's summary
+def _summary_message(block_id: str, topic: str | None, summary: str) -> Message:
+    # The kernel never mutates a message it emits (stages build new ones), so one object
+    # can stand in every turn's view.
+    b = Block(block_id=block_id, run_id="", tier=1, summary=summary, topic=topic)
+    return Message(id=SUMMARY_ID_PREFIX + block_id, role="system", content_type="text", text=summary_text(b))
 
 
 def first_user_index(messages: list[Message]) -> int | None:
@@ -48,8 +56,18 @@ def first_user_index(messages: list[Message]) -> int | None:
     return None
 
 
-def prune(messages: list[Message], state: CompressionState) -> list[Message]:
-    """The pruned view; the input list and messages are left untouched."""
+def first_index(messages: list[Message]) -> dict[str, int]:
+    """Index of the first message with each id."""
+    n = len(messages)
+    # Assign from the back so earlier indices overwrite later ones.
+    return dict(zip(reversed([m.id for m in messages]), range(n - 1, -1, -1), strict=True))
+
+
+def prune(messages: list[Message], state: CompressionState,
+          index_of: dict[str, int] | None = None) -> list[Message]:
+    """The pruned view; the input list and messages are left untouched.
+
+    ``index_of``: ``first_index(messages)`` when the caller already has it."""
     active = [b for b in state.blocks if b.active]
     covered: set[str] = set()
     for b in active:
@@ -59,17 +77,17 @@ def prune(messages: list[Message], state: CompressionState) -> list[Message]:
 
     first_user = first_user_index(messages)
     n = len(messages)
-    ids = [m.id for m in messages]
-    # First occurrence wins: assign from the back so earlier indices overwrite later ones.
-    index_of = dict(zip(reversed(ids), range(n - 1, -1, -1), strict=True))
+    if index_of is None:
+        index_of = first_index(messages)
     emitted = {SUMMARY_ID_PREFIX + b.block_id for b in active}
 
     # Anchor of each block: an existing summary message, else its earliest raw id, else 0.
     anchors: dict[int, list[Block]] = {}
+    get = index_of.get
     for b in active:
-        i = index_of.get(SUMMARY_ID_PREFIX + b.block_id)
+        i = get(SUMMARY_ID_PREFIX + b.block_id)
         if i is None or messages[i].role != "system" or messages[i].content_type != "text":
-            i = min(map(index_of.get, b.effective_message_ids, repeat(n)), default=n)
+            i = min(map(get, b.effective_message_ids, repeat(n)), default=n)
             if i == n:
                 i = 0
         anchors.setdefault(i, []).append(b)
@@ -77,17 +95,16 @@ def prune(messages: list[Message], state: CompressionState) -> list[Message]:
     drop = covered | emitted  # covered messages and stale copies of re-emitted summaries
     if first_user is not None:
         drop.discard(messages[first_user].id)  # the first user message always stays
+    # One pass: the kept positions, with each anchor's summaries just before its position.
+    kept = [i for i, m in enumerate(messages) if m.id not in drop]
     out: list[Message] = []
-    prev = 0
+    k = 0
     for i in sorted(anchors):
-        if i >= n:
-            break
-        out.extend([m for m in messages[prev:i] if m.id not in drop])
+        while k < len(kept) and kept[k] < i:
+            out.append(messages[kept[k]])
+            k += 1
         out.extend(summary_message(b) for b in anchors[i])
-        prev = i
-    out.extend([m for m in messages[prev:] if m.id not in drop])
-    for i in sorted(k for k in anchors if k >= n):
-        out.extend(summary_message(b) for b in anchors[i])
+    out.extend(messages[j] for j in kept[k:])
     return strip_orphans(out)
 
 

@@ -64,27 +64,33 @@ def lookup_ref(text: str, state: CompressionState) -> str | None:
 
 
 def _highest_index(state: CompressionState) -> int:
-    refs = set(state.by_raw.values())
-    refs.discard(BLOCKED)
-    if not refs:
+    values = state.by_raw.values()
+    if not values:
         return 0
-    # Refs we write are all 6 characters wide, so the string maximum is the numeric one;
-    # a state with odd spellings (which sort above "m9....") takes the slow path.
-    idx = ref_index(max(refs))
+    # Refs we write are all 6 characters wide, so the string maximum is the numeric one
+    # ("BLOCKED" sorts below "m"); a state with odd spellings (which sort above "m9....")
+    # takes the slow path.
+    top = max(values)
+    idx = ref_index(top)
     if idx is not None:
         return idx
-    return max((ref_index(r) or parse_message_ref(r) or 0) for r in refs)
+    if top == BLOCKED:
+        return 0
+    return max((ref_index(r) or parse_message_ref(r) or 0) for r in values if r != BLOCKED)
 
 
 def assign_refs(messages: list[Message], state: CompressionState, config: KernelConfig) -> None:
-    """Give every new message id a ref, in place on ``state`` (the caller passes a copy)."""
-    by_raw, by_ref = state.by_raw, state.by_ref
+    """Give every new message id a ref, on ``state`` (a copy; its maps are replaced by new
+    dicts before anything is added, so a map shared with another state is never changed)."""
+    by_raw = state.by_raw
     # Kernel-made messages (summaries, a host's nudge) use reserved ids and never get refs,
     # even when a host passes its pruned view back in.
-    fresh = [m for m in messages if m.id and m.id not in by_raw
-             and not m.id.startswith(RESERVED_PREFIXES)]
+    fresh = [m for m in messages if m.id not in by_raw]
+    fresh = [m for m in fresh if m.id and not m.id.startswith(RESERVED_PREFIXES)]
     if not fresh:
         return
+    state.by_raw = by_raw = dict(by_raw)
+    state.by_ref = by_ref = dict(state.by_ref)
     cursor = _highest_index(state) + 1
     blocking = config.protection_configured
     for m in fresh:

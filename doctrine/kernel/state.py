@@ -58,13 +58,16 @@ class Block:
     start_ref: str | None = None
     end_ref: str | None = None
 
-    def copy(self) -> Block:
+    def copy(self, share_lists: bool = False) -> Block:
         # Hot path (every turn copies every block): copy the attribute dict directly.
+        # ``share_lists``: keep the id lists shared (the pipeline's own copies: no kernel stage
+        # changes a block's lists after it is made; sync and survival set scalars only).
         new = object.__new__(Block)
         new.__dict__.update(self.__dict__)
-        new.direct_message_ids = list(self.direct_message_ids)
-        new.effective_message_ids = list(self.effective_message_ids)
-        new.direct_block_ids = list(self.direct_block_ids)
+        if not share_lists:
+            new.direct_message_ids = list(self.direct_message_ids)
+            new.effective_message_ids = list(self.effective_message_ids)
+            new.direct_block_ids = list(self.direct_block_ids)
         return new
 
     @property
@@ -111,13 +114,19 @@ class CompressionState:
         """A fresh state, as the kernel creates it for a new session."""
         return cls()
 
-    def copy(self) -> CompressionState:
-        """A deep copy (dict values are immutable, so shallow dict copies suffice)."""
+    def copy(self, share_lists: bool = False) -> CompressionState:
+        """A deep copy (dict values are immutable, so shallow dict copies suffice).
+
+        ``share_lists``: the pipeline's per-turn copy. The blocks' id lists and the ref and
+        snapshot maps stay shared with this state; the stages that add to a map replace it
+        with a copy first (``assign_refs``, ``render_tags``, ``sync_blocks``), and nothing
+        changes a block's lists, so the input state is still never changed."""
+        share = share_lists
         return CompressionState(
-            blocks=[b.copy() for b in self.blocks],
-            by_raw=dict(self.by_raw),
-            by_ref=dict(self.by_ref),
-            token_snapshot=dict(self.token_snapshot),
+            blocks=[b.copy(share_lists) for b in self.blocks],
+            by_raw=self.by_raw if share else dict(self.by_raw),
+            by_ref=self.by_ref if share else dict(self.by_ref),
+            token_snapshot=self.token_snapshot if share else dict(self.token_snapshot),
             nudge=NudgeStamps(
                 last_per_message_nudge_tokens=self.nudge.last_per_message_nudge_tokens,
                 last_nudge_shown_tokens=self.nudge.last_nudge_shown_tokens,

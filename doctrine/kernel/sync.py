@@ -7,6 +7,8 @@ still present. Survival then counts the turns each active block has lived throug
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from doctrine.kernel.messages import Message
 from doctrine.kernel.state import SUMMARY_ID_PREFIX, CompressionState
 
@@ -19,29 +21,35 @@ def consumed_block_ids(state: CompressionState) -> set[str]:
     return out
 
 
-def sync_blocks(messages: list[Message], state: CompressionState) -> None:
+def sync_blocks(messages: list[Message], state: CompressionState,
+                present: Collection[str] | None = None) -> None:
     """Recompute ``active`` for every block and drop snapshot entries of absent refs.
 
-    Works in place on ``state`` (the pipeline passes its own copy).
+    Works in place on ``state`` (the pipeline passes its own copy). ``present``: the ids of
+    ``messages`` when the caller already has them (a set, or a dict keyed by id).
     """
-    present = {m.id for m in messages}
+    if present is None:
+        present = {m.id for m in messages}
+    # The snapshot is pruned to the refs of present messages, and only when its size differs
+    # from theirs (acp-kernel's rule: "BLOCKED" counts as one live ref when present).
+    snap = state.token_snapshot
+    if snap:
+        by_raw = state.by_raw
+        live = set(map(by_raw.get, present))
+        live.discard(None)
+        if len(snap) != len(live):
+            absent = snap.keys() - live
+            if absent:
+                state.token_snapshot = {r: n for r, n in snap.items() if r not in absent}
     consumed = consumed_block_ids(state)
+    present_keys = present.keys() if isinstance(present, dict) else present
     for b in state.blocks:
         if b.block_id in consumed:
             b.active = False
             continue
-        b.active = (SUMMARY_ID_PREFIX + b.block_id) in present or not present.isdisjoint(
+        b.active = (SUMMARY_ID_PREFIX + b.block_id) in present or not present_keys.isdisjoint(
             b.effective_message_ids
         )
-    snap = state.token_snapshot
-    if snap:
-        by_ref = state.by_ref
-        absent = [r for r in snap if by_ref.get(r) not in present]
-        if absent:
-            kept = dict(snap)
-            for r in absent:
-                del kept[r]
-            state.token_snapshot = kept
 
 
 def advance_survival(state: CompressionState, promotion_threshold: int) -> None:

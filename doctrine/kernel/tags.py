@@ -68,6 +68,7 @@ def render_tags(messages: list[Message], state: CompressionState, strategy: str 
     if strategy == "none":
         return list(messages)
     snap = state.token_snapshot
+    copied = False  # the snapshot may be shared with the input state: copy before the first write
     out: list[Message] = []
     for m in messages:
         ref = state.by_raw.get(m.id)
@@ -78,6 +79,9 @@ def render_tags(messages: list[Message], state: CompressionState, strategy: str 
         tokens = snap.get(ref)
         if tokens is None:
             tokens = count_tokens(body)
+            if not copied:
+                state.token_snapshot = snap = dict(snap)
+                copied = True
             snap[ref] = tokens
         out.append(m.with_text(make_tag(tokens, tag_type(m), ref) + "\n" + body))
     return out

@@ -198,7 +198,7 @@ class Session:
             other = rng.choice(refs) if rng.random() < 0.7 else ref
             ranges = [{"startId": ref, "endId": other, "summary": self.summary()}]
         elif choice < 0.84:
-            bad = rng.choice(("m99999", "foo", "b99", refs[0], " M%05d " % 1))
+            bad = rng.choice(("m99999", "foo", "b99", refs[0], " M00001 "))
             ranges = [{"startId": bad, "endId": rng.choice(refs), "summary": self.summary()}]
         else:
             n = rng.randint(1, 3)
