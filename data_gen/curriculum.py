@@ -30,8 +30,9 @@ __all__ = ["SPLITS", "apply_mixture", "assign_split", "dedupe", "normalise_sampl
            "token_percentiles", "write_split"]
 
 SPLITS = ("train", "validation", "test", "heldout")
-META_KEYS = ("kind", "source", "family", "session_id", "step", "window", "gate", "doctrine_version",
-             "doctrine_sha256", "labeler", "labeler_version", "prompt_mode", "license", "stage")
+META_KEYS = ("kind", "source", "family", "session_id", "step", "window", "gate", "host", "serving_profile",
+             "doctrine_version", "doctrine_sha256", "labeler", "labeler_version", "prompt_mode", "license",
+             "stage")
 
 
 def _unit(*parts: Any) -> float:

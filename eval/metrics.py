@@ -36,6 +36,7 @@ def scripted_metrics(calls: list[dict[str, Any]], probes: list[dict[str, Any]], 
         "evidence_survival": mean([p["survival"] for p in probes]) if probes else None,
         "malformed_calls": sum(1 for c in real if c.get("parse_errors")),
         "kernel_errors": sum(len(c.get("kernel_errors") or []) for c in real),
+        "window_overflows": sum(1 for c in calls if c.get("overflow")),
         "latency_s": sum(c.get("latency_s", 0.0) for c in real),
     }
 
@@ -43,7 +44,7 @@ def scripted_metrics(calls: list[dict[str, Any]], probes: list[dict[str, Any]], 
 # Metrics whose per-arm aggregate is a sum across cases; all others are means.
 SUMMED = {"calls", "model_calls", "billed_tokens", "prompt_tokens", "completion_tokens", "doctrine_tokens",
           "compressions_attempted", "compressions_succeeded", "refetches", "recovery_calls", "probes", "malformed_calls",
-          "kernel_errors", "prefix_cache_hits", "prefix_cache_queries", "cases"}
+          "kernel_errors", "window_overflows", "prefix_cache_hits", "prefix_cache_queries", "cases"}
 
 
 def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:

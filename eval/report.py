@@ -35,7 +35,8 @@ __all__ = ["ReportError", "build_report", "headline_table", "summarise_run"]
 
 SCRIPTED_COLS = ["cases", "calls", "model_calls", "billed_tokens", "mean_context", "peak_context",
                  "compressions_succeeded", "compressions_attempted", "refetches", "recovery_calls", "probe_accuracy",
-                 "evidence_survival", "doctrine_tokens", "malformed_calls", "kernel_errors", "prefix_cache_hit_rate"]
+                 "evidence_survival", "doctrine_tokens", "malformed_calls", "kernel_errors", "window_overflows",
+                 "prefix_cache_hit_rate"]
 MARATHON_COLS = SCRIPTED_COLS[:11] + ["probe_score", "deep_items_correct", "summary_conformance"] + SCRIPTED_COLS[11:]
 PROBES_COLS = ["cases", "questions", "accuracy", "evidence_survival", "model_calls", "billed_tokens", "mean_context",
                "peak_context", "compressions_succeeded", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
@@ -80,7 +81,10 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
         groups[r.get("workload", "?")][r["arm"]].append(r)
     out: dict[str, Any] = {"run_dir": str(run_dir), "complete": manifest is not None,
                            "cases_done": len(results), "cases_total": status.get("total"),
-                           "doctrine": (manifest or {}).get("doctrine"), "workloads": {}}
+                           "doctrine": (manifest or {}).get("doctrine"), "workloads": {},
+                           "serving_profiles": (manifest or {}).get("serving_profiles") or [],
+                           "arm_profiles": (manifest or {}).get("arm_profiles") or {},
+                           "profile_mismatch": (manifest or {}).get("profile_mismatch") or []}
     for wl, arms in sorted(groups.items()):
         entry: dict[str, Any] = {"arms": {}, "by_kind": {}}
         for arm in sorted(arms, key=_arm_key):
@@ -92,6 +96,21 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
             entry["series"] = _series(arms)
         out["workloads"][wl] = entry
     out["calls"] = _call_totals(results)
+    return out
+
+
+def profile_lines(summary: dict[str, Any]) -> list[str]:
+    """What the kernel arms ran under, and a warning when the distilled arm ran under a
+    serving profile its adapter was not trained with."""
+    profs = summary.get("serving_profiles") or []
+    if not profs:
+        return []
+    desc = "; ".join(f"{p['sha256'][:12]} = window {p['window']}, preset {p['preset']}, host {p['host']}, "
+                     f"{p['prompt_mode']}, nudges {p['nudge_style']}" for p in profs)
+    out = [f"Serving profiles of the kernel arms (`python -m doctrine.kernel profile`): {desc}.", ""]
+    for m in summary.get("profile_mismatch") or []:
+        out += [f"WARNING: the {m['arm']} arm ran at window {m['window']} under profile {m['sha256'][:12]}, "
+                f"which its adapter was not trained with (the recipe allowed it).", ""]
     return out
 
 
@@ -304,6 +323,9 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
     if summary.get("doctrine"):
         d = summary["doctrine"]
         md += [f"Doctrine {d.get('version')} ({str(d.get('sha256'))[:12]}).", ""]
+    prof_lines = profile_lines(summary)
+    md += prof_lines
+    parts_html += [f"<p>{html.escape(x)}</p>" for x in prof_lines if x]
     glance = summary["glance"] = headline_table(summary)
     md += ["## Results at a glance", "", _md(glance), "", GLANCE_NOTE, ""]
     parts_html += ["<h2>Results at a glance</h2>", _html_table(glance), f"<p>{html.escape(GLANCE_NOTE)}</p>"]

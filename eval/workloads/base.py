@@ -51,6 +51,11 @@ def call_record(purpose: str, request: Request | None, completion: Completion | 
                    tool_calls=completion.tool_calls)
     if view is not None and getattr(view, "events", None):
         rec["events"] = view.events
+    if view is not None and getattr(view, "profile", None) is not None:
+        # Kernel arms: the request as sent in the profile's counter; a request larger than the
+        # window (after the host's emergency path) is a failure of that call, counted.
+        rec["sent_tokens"] = int(getattr(view, "sent_tokens", 0))
+        rec["overflow"] = bool(getattr(view, "overflow", False))
     rec.update(extra)
     return rec
 

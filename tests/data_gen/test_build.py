@@ -145,3 +145,23 @@ def test_the_dataset_does_not_depend_on_tmpdir(tmp_path, monkeypatch):
         assert sorted(p.name for p in tmpdir.iterdir()) == ["dtw-replay"]  # the private scratch is gone
     assert hashes[0] == hashes[1]
     assert list(outside.iterdir()) == []
+
+
+def test_manifest_lists_the_serving_profiles_of_every_row(built):
+    """The data manifest's profiles are the CLI's, and every row names one of them."""
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    m = json.loads((built / "manifest.json").read_text())
+    listed = {p["sha256"]: p for p in m["serving_profiles"]}
+    assert listed
+    for p in listed.values():
+        out = subprocess.run([sys.executable, "-m", "doctrine.kernel", "profile", "--window", str(p["window"]),
+                              "--preset", p["preset"], "--host", p["host"], "--prompt-mode", p["prompt_mode"],
+                              "--nudge-style", p["nudge_style"]], capture_output=True, text=True, check=True)
+        assert json.loads(out.stdout)["sha256"] == p["sha256"]
+    rows = [r for f in built.glob("*/*.parquet") for r in pq.read_table(f).to_pylist()]
+    metas = [r["meta"] if isinstance(r["meta"], dict) else json.loads(r["meta"]) for r in rows]
+    assert metas and all(meta["serving_profile"] in listed for meta in metas)

@@ -212,3 +212,31 @@ def test_a_key_echoed_by_the_server_is_redacted(tmp_path, monkeypatch):
     status = (tmp_path / "eval/status.json").read_text()
     assert not s.complete and "invalid key ***" in status and "invalid key ***" in "\n".join(lines)
     assert "sk-echo" not in status and "sk-echo" not in "\n".join(lines) and "sk-echo" not in str(s.failed)
+
+
+def _adapter_with_profiles(tmp_path, profiles):
+    d = tmp_path / "adapter"
+    d.mkdir()
+    (d / "manifest.json").write_text(json.dumps({"stage": "adapter", "adapter": {
+        "serving_profiles": [p.record() for p in profiles]}}))
+    return d
+
+
+def test_distilled_arm_runs_only_under_a_profile_the_adapter_was_trained_with(tmp_path):
+    from doctrine.kernel.profile import resolve_profile
+    from eval.harness import RunConflict, serving_profiles
+
+    def _r(*items):
+        return load_config(SMOKE, EvalRecipe, list(items))
+
+    trained = resolve_profile(6000, "aggressive", "proxy", prompt_mode="distilled")
+    adapter = _adapter_with_profiles(tmp_path, [trained])
+    ok = serving_profiles(_r(f"backend.adapter_dir={adapter}"))
+    assert ok["profile_mismatch"] == [] and ok["arm_profiles"]["distilled"] == {"6000": trained.sha256}
+    with pytest.raises(RunConflict, match="not trained with"):
+        serving_profiles(_r(f"backend.adapter_dir={adapter}", "windows=[4096]"))
+    with pytest.raises(RunConflict, match="allow_profile_mismatch"):
+        serving_profiles(_r(f"backend.adapter_dir={adapter}", "gate=default"))
+    allowed = serving_profiles(_r(f"backend.adapter_dir={adapter}", "gate=default",
+                                      "allow_profile_mismatch=true"))
+    assert [m["window"] for m in allowed["profile_mismatch"]] == [6000]

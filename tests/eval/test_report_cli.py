@@ -125,3 +125,23 @@ def test_results_at_a_glance_and_workload_columns(tmp_path):
     assert "probe_score" in marathon and "summary_conformance" in marathon and "kind_correct" not in marathon
     assert (out / "marathon_context_per_call.png").is_file() and (out / "doctrine_per_call.png").is_file()
     assert "INCOMPLETE" in md  # no eval manifest: never reported as complete
+
+
+def _cli_profile(window, preset, host, mode, style="list"):
+    p = subprocess.run([sys.executable, "-m", "doctrine.kernel", "profile", "--window", str(window),
+                        "--preset", preset, "--host", host, "--prompt-mode", mode, "--nudge-style", style],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(p.stdout)["sha256"]
+
+
+def test_smoke_manifest_lists_the_profiles_the_cli_prints(smoke_run):
+    """Every serving profile the eval records is the one `python -m doctrine.kernel profile` prints."""
+    m = json.loads((smoke_run / "manifest.json").read_text())
+    profiles = m["serving_profiles"]
+    assert {p["prompt_mode"] for p in profiles} == {"doctrine", "distilled"}
+    for p in profiles:
+        assert p["sha256"] == _cli_profile(p["window"], p["preset"], p["host"], p["prompt_mode"], p["nudge_style"])
+    arms = m["arm_profiles"]
+    assert set(arms) == {"deterministic", "doctrine", "base_slim", "distilled"}
+    assert arms["base_slim"] == arms["distilled"] != arms["doctrine"]  # same profile, other prompt mode
+    assert {h for per in arms.values() for h in per.values()} == {p["sha256"] for p in profiles}
