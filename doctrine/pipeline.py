@@ -108,6 +108,8 @@ def run_pipeline(cfg: PipelineConfig, *, force: tuple[str, ...] = (), log=_log) 
             if stage in force and run.complete(stage):
                 (run.stage(stage) / "manifest.json").unlink()
             cmd = stage_command(cfg, stage, run.root)
+            if stage == "eval" and stage in force:
+                cmd.append("--force")  # discard the old cases too: they may be of another recipe
             log(f"[run ] {stage}: {' '.join(cmd)}")
             proc = subprocess.run(cmd)
             if proc.returncode != 0 or not run.complete(stage):
