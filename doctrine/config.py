@@ -73,6 +73,91 @@ def schema_for_path(path: str | Path) -> type[BaseConfig]:
     )
 
 
+# Recipes are a few hundred values; a YAML alias re-uses a whole anchored value, so a chain of
+# them ("billion laughs") can stand for a value far larger than the file. Past this many
+# values (counting every alias as a copy) a recipe is refused before anything walks it.
+MAX_RECIPE_VALUES = 100_000
+# Longest echo of an input value in an error message.
+MAX_ECHO_CHARS = 300
+
+
+def _echo(value: Any) -> str:
+    """``repr(value)`` cut to :data:`MAX_ECHO_CHARS` (error messages stay one short line)."""
+    text = repr(value)
+    if len(text) > MAX_ECHO_CHARS:
+        text = f"{text[:MAX_ECHO_CHARS - 25]}... ({len(text)} chars)"
+    return text
+
+
+class _RecipeYAMLError(yaml.YAMLError):
+    """A recipe whose YAML parses but may not be used (duplicate key); the message is one line."""
+
+
+class _RecipeLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (PyYAML keeps the
+    last value silently). Keys merged in with ``<<`` may still be overridden."""
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    first = seen.get(key)
+                except TypeError:  # an unhashable key: SafeLoader reports it below
+                    continue
+                if first is not None:
+                    raise _RecipeYAMLError(f"duplicate key {_echo(key)} at line {line} "
+                                           f"(first given at line {first})")
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _count_values(data: Any, limit: int) -> int:
+    """How many values ``data`` holds once every alias is expanded (stops past ``limit``)."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(obj: Any) -> int:
+        if not isinstance(obj, (dict, list)):
+            return 1
+        key = id(obj)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise _RecipeYAMLError("a YAML alias refers to a value that contains it (recursive anchor)")
+        active.add(key)
+        total = 1
+        for child in (obj.values() if isinstance(obj, dict) else obj):
+            total += size(child) + isinstance(obj, dict)  # a mapping's key counts too
+            if total > limit:
+                break
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    return size(data)
+
+
+def _load_yaml(text: str) -> Any:
+    """Parse recipe YAML: duplicate keys and alias expansion past the budget are errors."""
+    data = yaml.load(text, Loader=_RecipeLoader)  # noqa: S506 - a SafeLoader subclass
+    n = _count_values(data, MAX_RECIPE_VALUES)
+    if n > MAX_RECIPE_VALUES:
+        raise _RecipeYAMLError(f"its aliases expand to more than {MAX_RECIPE_VALUES:,} values; "
+                               "a recipe that large is refused (YAML alias bomb?)")
+    return data
+
+
+def _yaml_error(exc: yaml.YAMLError) -> str:
+    """A YAML error as one line of bounded length."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 2 * MAX_ECHO_CHARS else text[:2 * MAX_ECHO_CHARS - 3] + "..."
+
+
 def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
     """Parse ``a.b=value`` strings into ``{"a.b": value}`` (values as YAML scalars)."""
     out: dict[str, Any] = {}
@@ -80,11 +165,11 @@ def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
         key, sep, raw = item.partition("=")
         key = key.strip().removeprefix("--")
         if not sep or not key:
-            raise ConfigError(f"override {item!r}: expected KEY=VALUE, e.g. trainer.lr=1e-4")
+            raise ConfigError(f"override {_echo(item)}: expected KEY=VALUE, e.g. trainer.lr=1e-4")
         try:
-            out[key] = yaml.safe_load(raw) if raw.strip() else ""
+            out[key] = _load_yaml(raw) if raw.strip() else ""
         except yaml.YAMLError as exc:
-            raise ConfigError(f"override {item!r}: value is not valid YAML ({exc})") from None
+            raise ConfigError(f"override {_echo(item)}: value is not valid YAML ({_yaml_error(exc)})") from None
     return out
 
 
@@ -126,7 +211,7 @@ def apply_overrides(
             if sub is not None and key not in sub.model_fields:
                 where = ".".join(keys[:i]) or "top level"
                 raise ConfigError(
-                    f"override {dotted}={value!r}: unknown key {key!r} at {where}"
+                    f"override {dotted}={_echo(value)}: unknown key {key!r} at {where}"
                     f"{_suggest(key, sub)}"
                 )
             if i == len(keys) - 1:
@@ -154,7 +239,7 @@ def _format_validation_error(exc: ValidationError, source: str, schema: type[Bas
             lines.append(f"  missing required key {loc!r}")
         else:
             got = err.get("input")
-            got_s = f" (got {got!r})" if not isinstance(got, dict) else ""
+            got_s = f" (got {_echo(got)})" if not isinstance(got, dict) else ""
             lines.append(f"  {loc}: {err['msg']}{got_s}")
     return "\n".join(lines)
 
@@ -176,9 +261,18 @@ def load_config(
         if not p.is_file():
             raise ConfigError(f"{source}: no such recipe file")
         try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{source}: not a text recipe (byte {exc.object[exc.start]:#04x} at offset "
+                              f"{exc.start} is not UTF-8)") from None
+        except OSError as exc:
+            raise ConfigError(f"{source}: cannot read ({exc.strerror or exc})") from None
+        try:
+            data = _load_yaml(text) or {}
+        except _RecipeYAMLError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{source}: not valid YAML ({exc})") from None
+            raise ConfigError(f"{source}: not valid YAML ({_yaml_error(exc)})") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: top level must be a mapping of keys, got {type(data).__name__}")
     if overrides:

@@ -166,3 +166,68 @@ def test_pipeline_print_config_cli(project_root):
     )
     assert bad.returncode == 2
     assert "unknown key 'stagez'" in bad.stderr and "did you mean 'stages'" in bad.stderr
+
+
+# ------------------------------------------------------------- hostile recipes (issue 19)
+
+
+def test_duplicate_key_names_the_key_and_line(tmp_path):
+    p = write(tmp_path, "model: m\ntrainer:\n  lr: 0.1\n  max_steps: 3\n  lr: 0.2\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(p, Recipe)
+    msg = str(err.value)
+    assert str(p) in msg and "duplicate key 'lr' at line 5 (first given at line 3)" in msg
+    with pytest.raises(ConfigError, match="duplicate key 'model' at line 1"):
+        load_config(write(tmp_path, "{model: a, model: b}\n"), Recipe)
+    with pytest.raises(ConfigError, match="duplicate key 'rank'"):
+        load_config(write(tmp_path, "model: m\n"), Recipe, ["lora={rank: 1, rank: 2}"])
+    # A key merged in with << may still be overridden: that is what merging is for.
+    p = write(tmp_path, "base: &b {rank: 4, alpha: 8}\n")
+    p.write_text("model: m\nlora:\n  <<: {rank: 4, alpha: 8}\n  rank: 2\n")
+    assert load_config(p, Recipe).lora.rank == 2
+
+
+def _bomb(levels: int, width: int) -> str:
+    """A flow mapping of anchors, each a list of ``width`` aliases of the one before."""
+    items = [f"a0: &a0 [{', '.join(['x'] * width)}]"]
+    items += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels)]
+    return "{" + ", ".join(items) + "}"
+
+
+def test_yaml_alias_bomb_is_refused_with_one_short_line(tmp_path):
+    bomb = _bomb(7, 6)  # 6**7 (280k) strings from a 300-byte value
+    p = write(tmp_path, f"model: m\ntrainer:\n  extra: {bomb}\nlora:\n  target_modules: [*a6]\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(p, Recipe)
+    msg = str(err.value)
+    assert "aliases expand to more than" in msg and "\n" not in msg and len(msg) < 400
+    with pytest.raises(ConfigError, match="aliases expand"):  # the same through an override
+        load_config(write(tmp_path, "model: m\n"), Recipe, [f"trainer.extra={bomb}"])
+    # Aliases within budget still work.
+    ok = write(tmp_path, f"model: m\ntrainer:\n  extra: {_bomb(2, 3)}\nlora:\n  target_modules: *a0\n")
+    assert load_config(ok, Recipe).lora.target_modules == ["x", "x", "x"]
+
+
+def test_long_wrong_value_is_echoed_cut_short(tmp_path):
+    big = write(tmp_path, "model: m\nlora:\n  rank: [" + ", ".join(["word"] * 5000) + "]\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(big, Recipe)
+    line = next(ln for ln in str(err.value).splitlines() if "lora.rank" in ln)
+    assert len(line) < 400 and "(40000 chars)" in line
+
+
+def test_recursive_alias_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="recursive anchor"):
+        load_config(write(tmp_path, "model: m\ntrainer:\n  extra: &e {self: *e}\n"), Recipe)
+
+
+@pytest.mark.parametrize("cli", [["data_gen", "build"], ["eval", "run"], ["train"], ["doctrine.pipeline"]])
+def test_binary_recipe_is_one_line_error_from_every_cli(tmp_path, project_root, cli):
+    p = tmp_path / "recipe.yaml"
+    p.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
+    out_arg = [] if cli == ["doctrine.pipeline"] else ["--out", str(tmp_path / "out")]
+    out = subprocess.run([sys.executable, "-m", *cli, str(p), *out_arg],
+                         capture_output=True, text=True, cwd=project_root, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.startswith(f"error: {p}: not a text recipe (byte 0x89 at offset 0 is not UTF-8)")
