@@ -50,32 +50,39 @@ class DataSection(BaseConfig):
     eval_split: str | None = "validation"
     prompt_mode: Literal["distilled", "doctrine"] = Field(
         "distilled", description="the mode the model will be served in; rows of another mode are an error")
-    max_length: int = Field(4096, description="longer samples are dropped and counted, never truncated")
+    max_length: int = Field(4096, ge=1, description="longer samples are dropped and counted, never truncated")
     packing: bool = False
     padding_free: bool = False
-    max_train_samples: int | None = None
-    max_eval_samples: int | None = None
+    max_train_samples: int | None = Field(None, ge=1)
+    max_eval_samples: int | None = Field(None, ge=1)
 
 
 class TrainerSection(BaseConfig):
-    learning_rate: float = 2e-4
+    learning_rate: float = Field(2e-4, gt=0)
     lr_scheduler_type: str = "cosine"
-    warmup_ratio: float = 0.0
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    per_device_train_batch_size: int = 1
-    per_device_eval_batch_size: int = 1
-    gradient_accumulation_steps: int = 1
-    max_steps: int = Field(-1, description="-1: run num_train_epochs")
-    num_train_epochs: float = 1.0
-    logging_steps: int = 10
-    eval_steps: int | None = Field(None, description="None: no evaluation during training")
-    save_steps: int = 100
-    save_total_limit: int | None = 3
+    warmup_ratio: float = Field(0.0, ge=0, le=1)
+    weight_decay: float = Field(0.0, ge=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    per_device_train_batch_size: int = Field(1, ge=1)
+    per_device_eval_batch_size: int = Field(1, ge=1)
+    gradient_accumulation_steps: int = Field(1, ge=1)
+    max_steps: int = Field(-1, ge=-1, description="-1: run num_train_epochs")
+    num_train_epochs: float = Field(1.0, gt=0)
+    logging_steps: int = Field(10, ge=1)
+    eval_steps: int | None = Field(None, ge=1, description="None: no evaluation during training")
+    save_steps: int = Field(100, ge=1)
+    save_total_limit: int | None = Field(3, ge=1)
     seed: int = 0
     report_to: list[str] = Field(default_factory=lambda: ["none"])
     bf16: bool = False
-    dataloader_num_workers: int = 0
+    dataloader_num_workers: int = Field(0, ge=0)
+
+    @field_validator("max_steps")
+    @classmethod
+    def _steps(cls, v: int) -> int:
+        if v == 0:
+            raise ValueError("max_steps must be -1 (run num_train_epochs) or a positive step count")
+        return v
 
 
 class ExportSection(BaseConfig):

@@ -89,3 +89,17 @@ def test_missing_data_stage_is_a_clear_error(project_root, tmp_path):
     (tmp_path / "half").mkdir()
     with pytest.raises(DataError, match="no complete manifest.json"):
         run_training(smoke(project_root, tmp_path / "half"), tmp_path / "run")
+
+
+@pytest.mark.parametrize("override, key", [
+    ("trainer.gradient_accumulation_steps=0", "trainer.gradient_accumulation_steps"),
+    ("data.max_length=-1", "data.max_length"),
+    ("trainer.per_device_train_batch_size=0", "trainer.per_device_train_batch_size"),
+    ("trainer.max_steps=0", "trainer.max_steps"),
+    ("trainer.save_steps=0", "trainer.save_steps"),
+])
+def test_impossible_trainer_values_fail_at_config_validation(project_root, tmp_path, override, key):
+    from doctrine.config import ConfigError
+
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        smoke(project_root, tmp_path, override)
