@@ -22,7 +22,7 @@ def _build(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from doctrine.config import load_for_cli
-    from doctrine.runs import stage_complete
+    from doctrine.runs import out_dir_error, stage_complete
 
     from .recipe import DataRecipe
 
@@ -31,6 +31,9 @@ def _build(args: argparse.Namespace) -> int:
         return recipe
     if not args.out:
         print("error: --out runs/<name>/data is required", file=sys.stderr)
+        return 2
+    if problem := out_dir_error(args.out):
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     if stage_complete(args.out) and not args.force:
         print(f"[skip] data: {Path(args.out) / 'manifest.json'} exists (use --force to rebuild)")

@@ -34,6 +34,7 @@ __all__ = [
     "atomic_write_text",
     "file_sha256",
     "git_revision",
+    "out_dir_error",
     "package_versions",
     "read_manifest",
     "redact_secrets",
@@ -68,6 +69,22 @@ _BEARER = re.compile(r"(Bearer\s+)([^\s\"',}]+)", re.I)
 
 
 # --------------------------------------------------------------------------- writes
+
+
+def out_dir_error(path: str | Path, flag: str = "--out") -> str | None:
+    """Why ``path`` cannot be an output folder (a file, under a file, unwritable), or None.
+    Stages call it before any work, so a bad ``--out`` is one line, not a late traceback."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        return f"{flag} {p}: exists and is not a folder"
+    for parent in (p, *p.parents):
+        if parent.is_dir():
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return f"{flag} {p}: {parent} is not writable"
+            return None
+        if parent.exists() or parent.is_symlink():
+            return f"{flag} {p}: {parent} exists and is not a folder"
+    return None
 
 
 def atomic_write(path: str | Path, data: bytes) -> Path:

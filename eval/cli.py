@@ -46,6 +46,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not out:
         print("error: --out is required (or set output: in the recipe)", file=sys.stderr)
         return 2
+    from doctrine.runs import out_dir_error
+
+    if problem := out_dir_error(out):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     from eval.backends.base import BackendError
     from eval.harness import run_eval
 

@@ -26,6 +26,7 @@ from doctrine.runs import (
     atomic_write_json,
     atomic_write_text,
     file_sha256,
+    out_dir_error,
     read_manifest,
     write_manifest,
 )
@@ -311,7 +312,10 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
     run_dir = Path(run_dir)
     summary = summarise_run(run_dir)
     other = summarise_run(vs) if vs else None
+    flag = "--out" if out else "report folder"
     out = Path(out) if out else (run_dir.parent / "report" if run_dir.name == "eval" else run_dir / "report")
+    if problem := out_dir_error(out, flag):
+        raise ReportError(problem)
     out.mkdir(parents=True, exist_ok=True)
     pngs = _plots(summary)
     for name, data in pngs.items():

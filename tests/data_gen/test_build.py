@@ -165,3 +165,17 @@ def test_manifest_lists_the_serving_profiles_of_every_row(built):
     rows = [r for f in built.glob("*/*.parquet") for r in pq.read_table(f).to_pylist()]
     metas = [r["meta"] if isinstance(r["meta"], dict) else json.loads(r["meta"]) for r in rows]
     assert metas and all(meta["serving_profile"] in listed for meta in metas)
+
+
+def test_out_that_is_a_file_is_one_line_error_before_any_work(tmp_path):
+    import subprocess
+    import sys
+
+    f = tmp_path / "a-file"
+    f.write_text("not a folder")
+    for out in (f, f / "data"):
+        p = subprocess.run([sys.executable, "-m", "data_gen", "build", "configs/data/demo.yaml", "--out", str(out)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2, p.stderr[-2000:]
+        assert p.stderr == f"error: --out {out}: {f} exists and is not a folder\n" or \
+            p.stderr == f"error: --out {out}: exists and is not a folder\n", p.stderr[-2000:]

@@ -145,3 +145,16 @@ def test_smoke_manifest_lists_the_profiles_the_cli_prints(smoke_run):
     assert set(arms) == {"deterministic", "doctrine", "base_slim", "distilled"}
     assert arms["base_slim"] == arms["distilled"] != arms["doctrine"]  # same profile, other prompt mode
     assert {h for per in arms.values() for h in per.values()} == {p["sha256"] for p in profiles}
+
+
+def test_out_that_is_a_file_is_one_line_error(smoke_run, tmp_path):
+    f = tmp_path / "a-file"
+    f.write_text("not a folder")
+    for args in (["run", "configs/eval/smoke.yaml", "--out", str(f)],
+                 ["run", "configs/eval/smoke.yaml", "--out", str(f / "eval")],
+                 ["report", str(smoke_run), "--out", str(f)]):
+        p = sh(*args)
+        assert p.returncode == 2, p.stderr[-2000:]
+        assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr[-2000:]
+        assert p.stderr.startswith(f"error: --out {args[-1]}: ") and "is not a folder" in p.stderr
+    assert f.read_text() == "not a folder"
