@@ -25,6 +25,7 @@ __all__ = [
     "SCHEMAS",
     "apply_overrides",
     "config_to_yaml",
+    "describe_errors",
     "load_for_cli",
     "load_config",
     "parse_overrides",
@@ -225,22 +226,30 @@ def apply_overrides(
     return out
 
 
-def _format_validation_error(exc: ValidationError, source: str, schema: type[BaseModel]) -> str:
-    lines = [f"{source}: invalid {schema.__name__}"]
+def describe_errors(exc: ValidationError, schema: type[BaseModel], prefix: str = "") -> list[str]:
+    """One short line per error of ``exc`` (raised by ``schema``): the dotted key, with a
+    suggestion for an unknown one; ``prefix`` is prepended to every key."""
+    lines = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "<root>"
+        loc = prefix + (".".join(str(p) for p in err["loc"]) or "<root>")
         if err["type"] == "extra_forbidden":
             parent: type[BaseModel] | None = schema
             for part in err["loc"][:-1]:
                 parent = _sub_schema(parent, str(part))
             hint = _suggest(str(err["loc"][-1]), parent)
-            lines.append(f"  unknown key {loc!r}{hint}")
+            lines.append(f"unknown key {loc!r}{hint}")
         elif err["type"] == "missing":
-            lines.append(f"  missing required key {loc!r}")
+            lines.append(f"missing required key {loc!r}")
         else:
             got = err.get("input")
             got_s = f" (got {_echo(got)})" if not isinstance(got, dict) else ""
-            lines.append(f"  {loc}: {err['msg']}{got_s}")
+            lines.append(f"{loc}: {err['msg']}{got_s}")
+    return lines
+
+
+def _format_validation_error(exc: ValidationError, source: str, schema: type[BaseModel]) -> str:
+    lines = [f"{source}: invalid {schema.__name__}"]
+    lines += [f"  {line}" for line in describe_errors(exc, schema)]
     return "\n".join(lines)
 
 

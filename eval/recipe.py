@@ -11,12 +11,33 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from doctrine.config import BaseConfig
+from doctrine.config import BaseConfig, describe_errors
 
 ARM_NAMES = ("full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", "auto_compact", "micro_auto",
              "deterministic", "doctrine", "base_slim", "distilled")
+
+
+def check_settings(model: type[BaseConfig], value: dict[str, Any], where: str, label: str = "") -> dict[str, Any]:
+    """``value`` unchanged if ``model`` accepts it, else a ValueError naming every bad key
+    (``where`` prefixes them: ``settings.sesions``) on one line, after ``label``."""
+    try:
+        model.model_validate(value)
+    except ValidationError as exc:
+        raise ValueError(label + "; ".join(describe_errors(exc, model, f"{where}."))) from None
+    return value
+
+
+class ArmSettings(BaseConfig):
+    """What ``arm_settings`` may set: the tunable fields of ``eval.arms.ArmEnv`` (the rest of
+    ArmEnv comes from the run: window, doctrine, serving profile). Defaults are ArmEnv's."""
+
+    compact_threshold: float = Field(0.8, gt=0, le=1)  # auto_compact: summarise past this share of the window
+    sliding_fraction: float = Field(0.75, gt=0, le=1)  # sliding: share of the window kept
+    micro_min_chars: int = Field(500, ge=0)  # micro_auto: tool results longer than this are cleared
+    micro_keep: int = Field(5, ge=0)  # micro_auto: newest tool results kept
+    deterministic_every: int = Field(3, ge=1)  # deterministic: decision points between compressions
 
 
 class BackendSpec(BaseConfig):
@@ -45,7 +66,9 @@ class BackendSpec(BaseConfig):
 
 class WorkloadSpec(BaseConfig):
     name: str  # a key of eval.workloads.WORKLOADS (scripted, held_out, ...)
-    settings: dict[str, Any] = Field(default_factory=dict)  # scripted: sessions/families; held_out: data_dir, split
+    # Checked against the workload's Settings model (eval.workloads.<module>.<Name>Settings);
+    # kept as given, so the run's fingerprint is what the recipe says.
+    settings: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("name")
     @classmethod
@@ -55,6 +78,15 @@ class WorkloadSpec(BaseConfig):
         if v not in WORKLOADS:
             raise ValueError(f"unknown workload {v!r}; expected one of {sorted(WORKLOADS)}")
         return v
+
+    @model_validator(mode="after")
+    def _settings(self) -> WorkloadSpec:
+        """Each workload's ``Settings`` model checks its settings here, before any case runs
+        (a misspelt key would otherwise be ignored and its cases silently dropped)."""
+        from eval.workloads import WORKLOADS
+
+        check_settings(WORKLOADS[self.name].Settings, self.settings, "settings", f"{self.name} workload: ")
+        return self
 
 
 class EvalRecipe(BaseConfig):
@@ -77,8 +109,13 @@ class EvalRecipe(BaseConfig):
     # serving_profiles); set true to evaluate it under another one on purpose (the report says so).
     allow_profile_mismatch: bool = False
     kernel: dict[str, Any] = Field(default_factory=dict)  # KernelConfig overrides on top of the preset
-    arm_settings: dict[str, Any] = Field(default_factory=dict)  # eval.arms.ArmEnv fields (thresholds, cadence)
+    arm_settings: dict[str, Any] = Field(default_factory=dict)  # ArmSettings keys (ArmEnv thresholds, cadence)
     output: str | None = None  # default --out
+
+    @field_validator("arm_settings")
+    @classmethod
+    def _arm_settings(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return check_settings(ArmSettings, v, "arm_settings")
 
     @field_validator("arms")
     @classmethod

@@ -1,7 +1,9 @@
 """Workloads: what the arms are evaluated on.
 
-``WORKLOADS`` maps a name to a class ``(settings, base_dir) -> workload`` with ``cases()``,
-``supports(arm)`` and ``run_case(case, arm, seed, ctx) -> result dict``.
+``WORKLOADS`` maps a name to a class ``(settings, base_dir) -> workload`` with ``Settings``
+(the pydantic model of its settings, ``extra="forbid"``: ``eval.recipe`` checks a recipe's
+settings against it when the recipe loads), ``cases()``, ``supports(arm)`` and
+``run_case(case, arm, seed, ctx) -> result dict``.
 """
 
 from __future__ import annotations

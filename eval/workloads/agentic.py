@@ -21,8 +21,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import Field
+
+from doctrine.config import BaseConfig
 from eval.backends.base import Request, prompt_text
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.marathon import marathon_with_repos, run_tool
@@ -155,8 +158,20 @@ def run_agentic_task(task: AgenticTask, arm: str, seed: int, ctx: RunContext, ma
             "files_changed": changed}
 
 
+class AgenticSettings(BaseConfig):
+    """``settings`` of the agentic workload (checked when the recipe loads)."""
+
+    seed: int = 0
+    passes: int = Field(1, ge=1)
+    variant: Literal["repetitive", "phase"] = "repetitive"
+    size: str = "demo"
+    tasks: list[str] = Field(default_factory=lambda: ["create", "test"])
+    max_turns: int = Field(12, ge=1)
+
+
 class AgenticWorkload:
     name = "agentic"
+    Settings = AgenticSettings
 
     def __init__(self, settings: dict[str, Any], base_dir: Path | None = None):
         self.settings = dict(settings)

@@ -20,6 +20,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
+from doctrine.config import BaseConfig
 from eval.backends.base import Request
 from eval.metrics import range_overlap, ref_interval
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
@@ -213,8 +216,20 @@ def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dic
     return out
 
 
+class HeldOutSettings(BaseConfig):
+    """``settings`` of the held_out workload (checked when the recipe loads)."""
+
+    data_dir: str = "."  # a data_gen output folder: <data_dir>/<split>/*.parquet or *.jsonl
+    split: str = "test"
+    kinds: list[str] | None = None
+    per_kind: int | None = Field(None, ge=1)
+    windows: list[int] | None = None
+    limit: int | None = Field(None, ge=0)
+
+
 class HeldOutWorkload:
     name = "held_out"
+    Settings = HeldOutSettings
 
     def __init__(self, settings: dict[str, Any], base_dir: Path | None = None):
         self.settings = dict(settings)

@@ -26,11 +26,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from eval.backends.base import Backend, Completion, Request
 from eval.workloads.base import Case, RunContext
 from eval.workloads.marathon import SIZES, MarathonSize, marathon_session
+from eval.workloads.scripted import DecisionSettings
 
 __all__ = ["MarathonWorkload", "SummaryRecorder", "grade_items", "item_correct", "marathon_grades"]
 
@@ -208,8 +211,22 @@ def conformance(summaries: list[dict[str, Any]], doctrine: Any = None) -> dict[s
 # ---------------------------------------------------------------------------- the workload
 
 
+class MarathonSettings(DecisionSettings):
+    """``settings`` of the marathon workload (checked when the recipe loads)."""
+
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    variants: list[Literal["repetitive", "phase"]] | None = None
+    variant: Literal["repetitive", "phase"] = "repetitive"
+    passes: int = Field(6, ge=1)
+    size: Literal[tuple(SIZES)] = "full"  # type: ignore[valid-type]
+    tool_output_lines: int | None = Field(None, ge=0)
+    extra_tests: int | None = Field(None, ge=0)
+    max_tasks: int | None = Field(None, ge=0)  # 0: the whole marathon
+
+
 class MarathonWorkload:
     name = "marathon"
+    Settings = MarathonSettings
 
     def __init__(self, settings: dict[str, Any], base_dir: Path | None = None):
         from eval.workloads.scripted import decision_settings

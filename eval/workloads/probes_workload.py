@@ -23,8 +23,11 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import Field
+
+from doctrine.config import BaseConfig
 from eval.backends.base import Request
 from eval.judges import contains, visible_text
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
@@ -56,8 +59,36 @@ def oracle_answer(q: dict[str, Any], seen: str) -> str:
     return str(ref)
 
 
+class ProbeFilters(BaseConfig):
+    """``settings.filters`` of the probes workload (``probes.select_cases``)."""
+
+    limit: int | None = Field(None, ge=0)
+    skip: int | None = Field(None, ge=0)
+    resolved: bool | None = None
+    exit_status: list[Any] | None = None
+    min_messages: int | None = None
+    max_messages: int | None = None
+    min_chars: int | None = None
+    max_chars: int | None = None
+    repos: list[str] | None = None
+    one_per_repo: bool | None = None
+    min_questions: int | None = None
+    require_kinds: list[Literal[KINDS]] | None = None  # type: ignore[valid-type]
+
+
+class ProbesSettings(BaseConfig):
+    """``settings`` of the probes workload (checked when the recipe loads)."""
+
+    source: str  # a parquet/jsonl path (relative to the recipe), folder or hub id
+    filters: ProbeFilters = Field(default_factory=ProbeFilters)
+    kinds: list[Literal[KINDS]] | None = None  # type: ignore[valid-type]
+    max_turns: int = Field(3, ge=1)
+    max_decisions: int = Field(3, ge=0)
+
+
 class ProbesWorkload:
     name = "probes"
+    Settings = ProbesSettings
 
     def __init__(self, settings: dict[str, Any], base_dir: Path | None = None):
         self.settings = dict(settings)

@@ -20,14 +20,33 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import Field
+
+from doctrine.config import BaseConfig
 from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
 from eval.backends.base import Request, prompt_text
 from eval.judges import contains, fact_recall, visible_text
 from eval.metrics import scripted_metrics
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply
+
+
+class DecisionSettings(BaseConfig):
+    """Settings that bound a kernel arm's decision calls (see :func:`decision_settings`)."""
+
+    decide_at: Literal["step", "nudge"] = "step"
+    max_decisions_per_step: int | None = Field(None, ge=1)
+
+
+class ScriptedSettings(DecisionSettings):
+    """``settings`` of the scripted workload (checked when the recipe loads)."""
+
+    sessions: str | list[str] = Field(default_factory=list)  # JSONL files of Session.to_json
+    families: list[str] = Field(default_factory=list)  # data_gen.synthetic families
+    session_seeds: list[int] = Field(default_factory=lambda: [0])
+    size: str = "small"
 
 
 def load_sessions(settings: dict[str, Any], base_dir: Path | None = None) -> list[Any]:
@@ -60,6 +79,7 @@ def load_sessions(settings: dict[str, Any], base_dir: Path | None = None) -> lis
 
 class ScriptedWorkload:
     name = "scripted"
+    Settings = ScriptedSettings
 
     def __init__(self, settings: dict[str, Any], base_dir: Path | None = None):
         self.settings = dict(settings)

@@ -240,3 +240,64 @@ def test_distilled_arm_runs_only_under_a_profile_the_adapter_was_trained_with(tm
     allowed = serving_profiles(_r(f"backend.adapter_dir={adapter}", "gate=default",
                                       "allow_profile_mismatch=true"))
     assert [m["window"] for m in allowed["profile_mismatch"]] == [6000]
+
+
+# ------------------------------------------------ typed workload settings and arm_settings
+
+
+def test_a_typo_in_workload_settings_fails_when_the_recipe_loads():
+    from doctrine.config import ConfigError
+
+    with pytest.raises(ConfigError) as err:  # today: every scripted case silently dropped
+        recipe(workloads=[{"name": "scripted", "settings": {"sesions": "fixtures/sessions.jsonl"}}])
+    assert "scripted workload: unknown key 'settings.sesions' (did you mean 'sessions'?)" in str(err.value)
+    bad = {"held_out": {"data_dir": "d", "spilt": "test"}, "marathon": {"passes": 1, "varaints": ["phase"]},
+           "probes": {"source": "s", "filters": {"limt": 3}}, "agentic": {"max_turn": 3}}
+    for name, settings in bad.items():
+        with pytest.raises(ConfigError, match=f"{name} workload: unknown key 'settings[.a-z_]+'.*did you mean"):
+            recipe(workloads=[{"name": name, "settings": settings}])
+    with pytest.raises(ConfigError, match="marathon workload: settings.size"):
+        recipe(workloads=[{"name": "marathon", "settings": {"size": "huge"}}])
+    with pytest.raises(ConfigError, match="missing required key 'settings.source'"):
+        recipe(workloads=[{"name": "probes"}])
+
+
+def test_a_typo_in_arm_settings_fails_when_the_recipe_loads():
+    from doctrine.config import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown key 'arm_settings.compact_treshold' .did you mean 'compact_threshold'"):
+        recipe(arm_settings={"compact_treshold": 0.5})
+    with pytest.raises(ConfigError, match="arm_settings.micro_keep"):
+        recipe(arm_settings={"micro_keep": "many"})
+    assert recipe(arm_settings={"compact_threshold": 0.5}).arm_settings == {"compact_threshold": 0.5}
+
+
+def test_arm_settings_are_the_tunable_fields_of_arm_env():
+    import dataclasses
+
+    from eval.arms import ArmEnv
+    from eval.recipe import ArmSettings
+
+    from_run = {"window", "count_tokens", "summarise", "doctrine", "task_tools", "system_prompt",
+                "kernel_overrides", "gate", "host", "nudge_style", "cache"}  # what the workloads set
+    env = {f.name: f.default for f in dataclasses.fields(ArmEnv) if f.name not in from_run}
+    assert {k: f.default for k, f in ArmSettings.model_fields.items()} == env
+
+
+def test_every_workload_has_a_strict_settings_model():
+    from eval.workloads import WORKLOADS
+
+    for name, cls in WORKLOADS.items():
+        assert cls.Settings.model_config.get("extra") == "forbid", name
+
+
+def test_settings_typo_stops_eval_run_before_any_case(tmp_path):
+    import subprocess
+    import sys
+
+    wl = json.dumps([{"name": "scripted", "settings": {"sesions": "fixtures/sessions.jsonl"}}])
+    out = tmp_path / "eval"
+    p = subprocess.run([sys.executable, "-m", "eval", "run", str(SMOKE), "--out", str(out), f"workloads={wl}"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "unknown key 'settings.sesions'" in p.stderr, p.stderr[-2000:]
+    assert not out.exists()
