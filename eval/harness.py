@@ -153,6 +153,8 @@ def serving_profiles(recipe: EvalRecipe) -> dict[str, Any]:
 
     out: dict[str, Any] = {"serving_profiles": unique_records(profiles), "arm_profiles": per_arm}
     trained = _trained_profiles(recipe)
+    if trained is None and "distilled" in per_arm and _adapter_manifest(recipe) is not None:
+        out["adapter_profiles"] = "not recorded"
     if trained is not None and "distilled" in per_arm:
         missing = sorted(w for w, h in per_arm["distilled"].items() if h not in trained)
         out["adapter_profiles"] = sorted(trained)
@@ -177,9 +179,10 @@ def _trained_profiles(recipe: EvalRecipe) -> set[str] | None:
     except (OSError, ValueError):
         return None
     recs = (m.get("adapter") or {}).get("serving_profiles")
-    if not isinstance(recs, list):
-        return None
-    return {r.get("sha256") for r in recs if isinstance(r, dict) and r.get("sha256")}
+    hashes = {r.get("sha256") for r in recs if isinstance(r, dict) and r.get("sha256")} if isinstance(recs, list) else set()
+    # An adapter trained on data that recorded no profiles (an older build, hand-made rows)
+    # cannot be checked: the manifest then says "adapter_profiles": "not recorded".
+    return hashes or None
 
 
 def _adapter_manifest(recipe: EvalRecipe) -> Path | None:

@@ -301,3 +301,11 @@ def test_settings_typo_stops_eval_run_before_any_case(tmp_path):
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "unknown key 'settings.sesions'" in p.stderr, p.stderr[-2000:]
     assert not out.exists()
+
+
+def test_an_adapter_without_recorded_profiles_is_not_checked(tmp_path):
+    from eval.harness import serving_profiles
+
+    adapter = _adapter_with_profiles(tmp_path, [])
+    out = serving_profiles(load_config(SMOKE, EvalRecipe, [f"backend.adapter_dir={adapter}"]))
+    assert out["adapter_profiles"] == "not recorded" and "profile_mismatch" not in out
