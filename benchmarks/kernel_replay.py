@@ -136,25 +136,33 @@ def main() -> None:
         reference(path, args.reference, samples)
 
 
-def reference(path: Path, build: str, python_samples: dict[int, list[float]]) -> None:
-    """Time the same script through acp-kernel and print the ratio at each checkpoint."""
-    driver = Path(__file__).resolve().parent.parent / "tools" / "acp_parity" / "driver.mjs"
-    out = subprocess.run(["node", str(driver), build, str(path)], capture_output=True, text=True, check=True,
-                         env={**os.environ, "ACP_TIMING": "1"})
-    ref: dict[int, list[float]] = {c: [] for c in python_samples}
+def _replay_times(cmd: list[str], env: dict[str, str], checkpoints) -> dict[int, list[float]]:
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
+    times: dict[int, list[float]] = {c: [] for c in checkpoints}
     for line in out.stdout.splitlines():
         rec = json.loads(line)
         if rec["op"] != "turn":
             continue
-        for c in ref:
+        for c in times:
             if abs(rec["n"] - c) <= WINDOW:
-                ref[c].append(rec["ms"] / 1000)
-    print("acp-kernel v0.0.41 (node) on the same script:")
-    for c, xs in ref.items():
-        if not xs or not python_samples[c]:
-            continue
-        js, py = statistics.median(xs) * 1000, statistics.median(python_samples[c]) * 1000
-        print(f"  at ~{c:>6} messages: {js:8.2f} ms/turn  (python {py:.2f} ms: x{js / py:.2f} faster)")
+                times[c].append(rec["ms"])
+    return times
+
+
+def reference(path: Path, build: str, python_samples: dict[int, list[float]]) -> None:
+    """Replay the same script in a fresh process through each kernel (acp-kernel under node,
+    ours under ``python -m doctrine.kernel replay --timing``): only the kernel call is timed."""
+    import sys
+
+    driver = Path(__file__).resolve().parent.parent / "tools" / "acp_parity" / "driver.mjs"
+    js = _replay_times(["node", str(driver), build, str(path)], {**os.environ, "ACP_TIMING": "1"}, python_samples)
+    py = _replay_times([sys.executable, "-m", "doctrine.kernel", "replay", "--timing", str(path)], dict(os.environ),
+                       python_samples)
+    print("the same script replayed in a fresh process (median ms per turn):")
+    for c in python_samples:
+        if js[c] and py[c]:
+            a, b = statistics.median(js[c]), statistics.median(py[c])
+            print(f"  at ~{c:>6} messages: acp-kernel v0.0.41 {a:8.2f}  doctrine.kernel {b:8.2f}  (x{a / b:.2f})")
 
 
 if __name__ == "__main__":

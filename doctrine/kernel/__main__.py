@@ -19,6 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("script", help="path to the .jsonl script")
     r.add_argument("--structural", action="store_true",
                    help="print the structural records of the acp-kernel differential suite")
+    r.add_argument("--timing", action="store_true",
+                   help='print {"op", "n", "ms"} per op: the kernel call\'s time (benchmarks/kernel_replay.py)')
     pr = sub.add_parser("profile", help="print the serving profile a window resolves to (JSON with its sha256)")
     pr.add_argument("--window", type=int, required=True, help="context window in tokens")
     pr.add_argument("--preset", default="default", help="gate preset: reference, default, aggressive")
@@ -27,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     pr.add_argument("--nudge-style", default="list", help="list or none")
     args = p.parse_args(argv)
     if args.cmd == "replay":
-        return replay_file(args.script, structural=args.structural)
+        return replay_file(args.script, structural=args.structural, timing=args.timing)
     if args.cmd == "profile":
         from doctrine.kernel.profile import resolve_profile
 

@@ -27,6 +27,7 @@ import hashlib
 import json
 import re
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -170,6 +171,7 @@ class Replayer:
 
     config: KernelConfig
     structural: bool = False
+    timing: bool = False  # records are {"op", "n", "ms"}: the kernel call's time only
     state: CompressionState = field(default_factory=CompressionState.initial)
     last_messages: list[Message] = field(default_factory=list)
     last_view: list[Message] = field(default_factory=list)
@@ -201,8 +203,13 @@ class Replayer:
                 if m.id in ids:
                     raise ValueError(f"duplicate message id {m.id!r}")
                 ids.add(m.id)
+            t0 = time.perf_counter()
             result = process_turn(messages, self.state, self.config, tc, render_tags=tags)
+            ms = (time.perf_counter() - t0) * 1000
             self.state = result.state
+            if self.timing:
+                self.last_messages, self.last_view = messages, result.messages
+                return {"op": "turn", "n": len(messages), "ms": ms}
             self.last_messages = messages
             self.last_view = result.messages
             return structural_turn(result) if self.structural else turn_record(result)
@@ -221,15 +228,20 @@ class Replayer:
                 res = CompressResult(self.state.copy(), 0, 0, errors=parsed.errors)
             else:
                 msgs = self.last_view if on == "view" else self.last_messages
+                t0 = time.perf_counter()
                 res = apply_compression(parsed.ranges, msgs, self.state, self.config,
                                         compress_call_id=call_id)
+                if self.timing:
+                    self.state = res.state
+                    return {"op": "compress", "n": len(msgs), "ms": (time.perf_counter() - t0) * 1000,
+                            "blocks": res.blocks_created}
             self.state = res.state
             self.last_compress = res
             return structural_compress(res) if self.structural else compress_record(res)
         raise ValueError(f"unknown op {kind!r} (expected 'turn' or 'compress')")
 
 
-def replay_lines(lines: Iterable[str], out: TextIO, *, structural: bool = False) -> None:
+def replay_lines(lines: Iterable[str], out: TextIO, *, structural: bool = False, timing: bool = False) -> None:
     """Replay script lines, writing one JSON line per op; raises ScriptError on a bad line."""
     replayer: Replayer | None = None
     for no, line in enumerate(lines, start=1):
@@ -242,7 +254,7 @@ def replay_lines(lines: Iterable[str], out: TextIO, *, structural: bool = False)
             raise ScriptError(no, f"invalid JSON: {e.msg} (column {e.colno})") from None
         try:
             if replayer is None:
-                replayer = Replayer(config_from_line(d), structural=structural)
+                replayer = Replayer(config_from_line(d), structural=structural, timing=timing)
                 continue
             rec = replayer.step(d)
         except ValueError as e:
@@ -253,11 +265,11 @@ def replay_lines(lines: Iterable[str], out: TextIO, *, structural: bool = False)
         raise ScriptError(0, "empty script: the first line must be a config object")
 
 
-def replay_file(path: str, out: TextIO = sys.stdout, *, structural: bool = False) -> int:
+def replay_file(path: str, out: TextIO = sys.stdout, *, structural: bool = False, timing: bool = False) -> int:
     """CLI body: 0 on success, 2 on a malformed line (reported on stderr)."""
     try:
         with open(path, encoding="utf-8") as f:
-            replay_lines(f, out, structural=structural)
+            replay_lines(f, out, structural=structural, timing=timing)
     except ScriptError as e:
         print(f"{path}: {e}", file=sys.stderr)
         return 2
