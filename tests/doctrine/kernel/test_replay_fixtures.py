@@ -248,6 +248,10 @@ def test_small_window_session():
     ('{"op": "turn", "messages": []}', "token_count"),
     ('{"op": "turn", "messages": [{"role": "user"}], "token_count": 1}', "id"),
     ('{"op": "compress", "ranges": 5}', "ranges"),
+    ('{"op": "turn", "messages": [], "token_count": -5}', "non-negative"),
+    ('{"op": "turn", "append": [{"id": "u", "role": "user", "text": "again"}], "token_count": 1}', "duplicate"),
+    ('{"op": "turn", "messages": [], "append": [], "token_count": 1}', "exactly one"),
+    ('{"op": "compress", "ranges": [], "on": "elsewhere"}', "'on'"),
 ])
 def test_malformed_line_reports_line_number_after_earlier_results(tmp_path, bad, needle):
     p = tmp_path / "s.jsonl"
@@ -269,3 +273,19 @@ def test_bad_config_line(tmp_path):
     for cfg in ['{"growthFloor": 5}', '{"model_context_limit": 1000, "nope": 1}', "[1]"]:
         with pytest.raises(ScriptError, match="line 1"):
             replay_lines([cfg], StringIO())
+
+
+def test_incremental_form_replays_like_the_full_form():
+    from io import StringIO
+
+    from doctrine.kernel.replay import replay_lines
+
+    msgs = [{"id": f"u{i}", "role": "user", "content_type": "text", "text": f"step {i} " * 40} for i in range(6)]
+    cfg = '{"model_context_limit": 2000, "growthFloor": 10, "nudge": {"growthCap": 10}}'
+    full = [cfg] + [json.dumps({"op": "turn", "messages": msgs[:k], "token_count": 300 * k}) for k in range(1, 7)]
+    inc = [cfg] + [json.dumps({"op": "turn", "append": msgs[k - 1:k], "token_count": 300 * k}) for k in range(1, 7)]
+    a, b = StringIO(), StringIO()
+    replay_lines(full, a, structural=True)
+    replay_lines(inc, b, structural=True)
+    assert a.getvalue() == b.getvalue() and len(a.getvalue().splitlines()) == 6
+
