@@ -50,13 +50,14 @@ def process_turn(messages: list[Message], state: CompressionState, config: Kerne
     # First index of each id of the input, built once for sync (presence) and prune (anchors).
     index_of = first_index(messages)
 
-    assign_refs(messages, st, config)                       # 1
+    assign_refs(messages, st, config, index_of=index_of)    # 1
     sync_blocks(messages, st, present=index_of)             # 2
     advance_survival(st, config.promotion_threshold)
-    view = prune(messages, st, index_of=index_of)           # 3
+    covered = st.covered_ids()  # fixed for the rest of the turn (sync set the active flags)
+    view = prune(messages, st, index_of=index_of, covered=covered)  # 3
     view = apply_filters(view, config.message_filters, config.filters)  # 4
     view = hide_compress_calls(view, st)                    # 5
-    rec = recommend(view, st, config, count)                # 6
+    rec = recommend(view, st, config, count, covered=covered)  # 6
     decision = decide_nudge(view, rec.recommended_ranges, rec.protected_ranges, st, config,
                             token_count, count)             # 7
     stamp(st, token_count, decision.breakdown["nudgeGrowthTokens"], decision.should_inject,

@@ -64,14 +64,14 @@ def first_index(messages: list[Message]) -> dict[str, int]:
 
 
 def prune(messages: list[Message], state: CompressionState,
-          index_of: dict[str, int] | None = None) -> list[Message]:
+          index_of: dict[str, int] | None = None, covered: set[str] | None = None) -> list[Message]:
     """The pruned view; the input list and messages are left untouched.
 
-    ``index_of``: ``first_index(messages)`` when the caller already has it."""
+    ``index_of`` (``first_index(messages)``) and ``covered`` (``state.covered_ids()``):
+    when the caller already has them."""
     active = [b for b in state.blocks if b.active]
-    covered: set[str] = set()
-    for b in active:
-        covered.update(b.effective_message_ids)
+    if covered is None:
+        covered = state.covered_ids()
     if not active or not covered:
         return list(messages)
 

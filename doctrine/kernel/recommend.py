@@ -110,10 +110,11 @@ def protected_zone_refs(view: list[Message], state: CompressionState, config: Ke
 
 def recommend(view: list[Message], state: CompressionState, config: KernelConfig,
               count_tokens: CountTokens = default_count_tokens,
-              zone: set[str] | None = None) -> Recommendation:
+              zone: set[str] | None = None, covered: set[str] | None = None) -> Recommendation:
     """Compressible groups (§5.3), their merge into recommended ranges (§5.4) and the
-    hard-protected ranges (§5.1)."""
-    covered = state.covered_ids()
+    hard-protected ranges (§5.1). ``covered``: ``state.covered_ids()`` if the caller has it."""
+    if covered is None:
+        covered = state.covered_ids()
     if zone is None:
         zone = soft_zone(view, state, config, count_tokens, covered)
     hard = protected_ids_with_pairing(view, config)

@@ -79,13 +79,21 @@ def _highest_index(state: CompressionState) -> int:
     return max((ref_index(r) or parse_message_ref(r) or 0) for r in values if r != BLOCKED)
 
 
-def assign_refs(messages: list[Message], state: CompressionState, config: KernelConfig) -> None:
+def assign_refs(messages: list[Message], state: CompressionState, config: KernelConfig,
+                index_of: dict[str, int] | None = None) -> None:
     """Give every new message id a ref, on ``state`` (a copy; its maps are replaced by new
-    dicts before anything is added, so a map shared with another state is never changed)."""
+    dicts before anything is added, so a map shared with another state is never changed).
+
+    ``index_of``: the first index of each id of ``messages`` (``prune.first_index``), when
+    the caller has it: new ids are then found by a set difference, in message order."""
     by_raw = state.by_raw
     # Kernel-made messages (summaries, a host's nudge) use reserved ids and never get refs,
     # even when a host passes its pruned view back in.
-    fresh = [m for m in messages if m.id not in by_raw]
+    if index_of is not None:
+        new = index_of.keys() - by_raw.keys()
+        fresh = [messages[i] for i in sorted(index_of[x] for x in new)] if new else []
+    else:
+        fresh = [m for m in messages if m.id not in by_raw]
     fresh = [m for m in fresh if m.id and not m.id.startswith(RESERVED_PREFIXES)]
     if not fresh:
         return
