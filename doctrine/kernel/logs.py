@@ -85,6 +85,7 @@ _FIELD = re.compile(r"([A-Za-z_][\w.]*)=([^\s,;]+)")
 _DECODER = json.JSONDecoder()
 _LITERALS = {"true": True, "false": False, "null": None}
 _INT = re.compile(r"-?(?:0|[1-9]\d*)")
+_MAX_INT_CHARS = 40  # longer digit runs are kept as raw strings (int() refuses past 4,300)
 
 
 def parse_kv(body: str) -> dict[str, Any]:
@@ -110,7 +111,7 @@ def parse_kv(body: str) -> dict[str, Any]:
         token = body[start:end]
         found = False
         # Fast paths for the common scalars; containers and strings go through json.
-        if _INT.fullmatch(token):
+        if _INT.fullmatch(token) and len(token) <= _MAX_INT_CHARS:
             value, found = int(token), True
         elif token in _LITERALS:
             value, found = _LITERALS[token], True
@@ -119,7 +120,7 @@ def parse_kv(body: str) -> dict[str, Any]:
                 value, e = _DECODER.raw_decode(body, start)
                 if e == n or body[e] == " ":
                     end, found = e, True
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, a huge number, absurd nesting
                 pass
         if not found:
             nxt = _NEXT_KEY.search(body, start)
@@ -155,12 +156,16 @@ def iter_log(path: str | os.PathLike[str],
                 yield ev
 
     line_no = 0
-    with open(src, encoding="utf-8", errors="replace") as f:
-        for line_no, raw in enumerate(f, start=1):
+    with open(src, "rb") as f:
+        for line_no, raw_bytes in enumerate(f, start=1):
             st.lines += 1
             if pending and line_no - PENDING_MAX_LINES > min(e.line_no for e in pending.values()):
                 yield from release(before=line_no - PENDING_MAX_LINES)
-            line = raw.rstrip("\r\n")
+            try:
+                line = raw_bytes.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError:
+                st.malformed += 1  # one undecodable line is skipped, the rest of the log is read
+                continue
             if not line.strip():
                 st.blank += 1
                 continue
@@ -171,7 +176,11 @@ def iter_log(path: str | os.PathLike[str],
             ts, _level, rest = m.groups()
             sm = _SCOPE.match(rest)
             if sm is None or "=" not in sm.group(2):
-                found = _proxy_event(ts, rest, src, line_no)
+                try:
+                    found = _proxy_event(ts, rest, src, line_no)
+                except ValueError:  # e.g. a count too long for int()
+                    st.malformed += 1
+                    continue
                 if found is None:
                     st.other += 1
                 elif isinstance(found, NudgeEvent):
@@ -190,12 +199,19 @@ def iter_log(path: str | os.PathLike[str],
                     yield from release(sid)
                 st.other += 1
                 continue
-            fields = parse_kv(body)
-            sid = None if fields.get("sid") is None else str(fields["sid"])
+            try:
+                fields = parse_kv(body)
+                sid = None if fields.get("sid") is None else str(fields["sid"])
+            except (ValueError, TypeError, RecursionError):
+                st.malformed += 1
+                continue
             event = fields.get("event")
             if scope == "compress" and event in ("errors", "warnings"):
                 if sid in pending:
-                    _attach_followup(pending[sid], event, fields)
+                    try:
+                        _attach_followup(pending[sid], event, fields)
+                    except (ValueError, TypeError, RecursionError):
+                        st.malformed += 1
                 else:
                     st.orphan_followups += 1
                 continue
@@ -209,7 +225,10 @@ def iter_log(path: str | os.PathLike[str],
                 debug_out[sid] = _summaries(fields.get("newBlocks"))
                 st.other += 1
             elif scope == "compress" and event == "applied":
-                ev = _applied_event(ts, sid, fields, src, line_no)
+                try:
+                    ev = _applied_event(ts, sid, fields, src, line_no)
+                except (ValueError, TypeError, RecursionError):
+                    ev = None
                 if ev is None:
                     st.malformed += 1
                     continue
@@ -244,7 +263,7 @@ def _int_field(fields: dict[str, Any], key: str) -> int | None:
     v = fields.get(key)
     if _is_int(v):
         return int(v)
-    if isinstance(v, str) and v.isdigit():
+    if isinstance(v, str) and v.isdigit() and len(v) <= _MAX_INT_CHARS:
         return int(v)
     return None
 

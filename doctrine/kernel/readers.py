@@ -70,6 +70,16 @@ def read_state_file(path: str | os.PathLike[str], *, inherit: bool = True) -> Lo
     d = _load_json(src)
     if not isinstance(d, dict):
         raise StateError(src, "<root>", f"expected an object, got {_tname(d)}")
+    try:
+        return _read_state_dict(src, d, inherit=inherit)
+    except StateError:
+        raise
+    except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as e:
+        # A wrong-typed value the field checks did not foresee: still one line, never a traceback.
+        raise StateError(src, "<root>", f"malformed content ({_short_reason(e)})") from None
+
+
+def _read_state_dict(src: str, d: dict[str, Any], *, inherit: bool) -> LoggedSession:
     if src.endswith(PI_SIDECAR_SUFFIX) or _looks_like_sidecar(d):
         return _read_pi_sidecar(src, d, inherit=inherit)
     if d.get("format") == OWN_FORMAT:
@@ -253,7 +263,7 @@ def _inherit_from_parent(src: str, parent: Any) -> tuple[CompressionState | None
         try:
             d = _load_json(side)
             st = _state(d, side, "") if isinstance(d, dict) else None
-        except StateError:
+        except (ValueError, TypeError, AttributeError, RecursionError):  # StateError included
             return None, None
         if st is not None and st.blocks:
             return st, side
@@ -275,13 +285,13 @@ def read_pi_session_log(path: str | os.PathLike[str]) -> tuple[dict[str, Any], l
     header: dict[str, Any] = {}
     messages: list[Message] = []
     bad = 0
-    with open(src, encoding="utf-8", errors="replace") as f:
-        for n, line in enumerate(f):
-            if not line.strip():
+    with open(src, "rb") as f:
+        for n, raw in enumerate(f):
+            if not raw.strip():
                 continue
             try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
+                entry = json.loads(raw.decode("utf-8"))
+            except (ValueError, RecursionError):  # bad JSON or UTF-8, 5,000-digit numbers, deep nesting
                 bad += 1
                 continue
             if not isinstance(entry, dict):
@@ -292,7 +302,7 @@ def read_pi_session_log(path: str | os.PathLike[str]) -> tuple[dict[str, Any], l
                 continue
             try:
                 messages.extend(pi_entry_to_messages(entry))
-            except (TypeError, ValueError, AttributeError):
+            except (TypeError, ValueError, AttributeError, RecursionError):
                 bad += 1
     return header, messages, bad
 
@@ -430,6 +440,28 @@ def _load_json(src: str) -> Any:
         raise StateError(src, "<root>", f"invalid JSON: not UTF-8 ({e.reason})") from None
     except OSError as e:
         raise StateError(src, "<root>", f"cannot read file: {e.strerror or e}") from None
+    except (ValueError, RecursionError) as e:  # a 5,000-digit number, nesting past the stack
+        raise StateError(src, "<root>", f"invalid JSON: {json_error_reason(e)}") from None
+
+
+def json_error_reason(e: BaseException) -> str:
+    """A short reason for a failed ``json.loads`` (also for the errors that are not
+    JSONDecodeError: integer digit limit, nesting deeper than the recursion limit)."""
+    if isinstance(e, RecursionError):
+        return "nested too deeply"
+    if isinstance(e, json.JSONDecodeError):
+        return f"{e.msg} at line {e.lineno} column {e.colno}"
+    if isinstance(e, UnicodeDecodeError):
+        return f"not UTF-8 ({e.reason})"
+    if "digits" in str(e):
+        return "a number with too many digits"
+    return _short_reason(e)
+
+
+def _short_reason(e: BaseException) -> str:
+    text = str(e).splitlines()[0] if str(e) else ""
+    text = text if len(text) <= 200 else text[:200] + "..."
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def _first_json_line(path: str) -> dict[str, Any]:
@@ -437,7 +469,7 @@ def _first_json_line(path: str) -> dict[str, Any]:
         with open(path, encoding="utf-8", errors="replace") as f:
             d = json.loads(f.readline() or "{}")
         return d if isinstance(d, dict) else {}
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):
         return {}
 
 

@@ -293,3 +293,38 @@ def test_scan_dir_never_raises(tmp_path):
 def test_state_is_a_compression_state():
     for path in (KERNEL, PROXY_V3, PI_MAIN):
         assert isinstance(read_state_file(path).state, CompressionState)
+
+
+# ---------------------------------------------------------------------- malformed content
+_DEEP = "[" * 100000 + "]" * 100000
+_BIG = "1" * 5000
+
+
+@pytest.mark.parametrize("content, reason", [
+    ('{"blocks": ' + _DEEP + "}", "nested too deeply"),
+    (_DEEP, "nested too deeply"),
+    ('{"blocks": [], "nextBlockId": ' + _BIG + "}", "too many digits"),
+    (b'{"blocks": [], "x": "\xff\xfe"}', "not UTF-8"),
+    ('{"blocks": "abc", "messageRefs": 5}', "expected a list"),
+    ('{"id": "s", "version": 3, "state": {"blocks": []}, "messages": [null]}', "must be an object"),
+])
+def test_malformed_state_files_are_one_line_state_errors(tmp_path, content, reason):
+    path = tmp_path / "s.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    with pytest.raises(StateError) as e:
+        read_state_file(path)
+    assert reason in e.value.reason and "\n" not in str(e.value) and str(path) in str(e.value)
+
+
+def test_pi_session_log_bad_lines_are_counted_not_raised(tmp_path):
+    for p in PI_DIR.glob("2025-11-30T14-00*"):
+        shutil.copy(p, tmp_path / p.name)
+    log = tmp_path / PI_MAIN.name.replace(".acp.json", "")
+    with open(log, "ab") as f:
+        f.write(_DEEP.encode() + b"\n" + b'{"n": ' + _BIG.encode() + b"}\n"
+                + b'{"type": "message", "id": "\xff", "message": {"role": "user", "content": "x"}}\n')
+    s = read_state_file(tmp_path / PI_MAIN.name)
+    assert s.meta["session_log_malformed_lines"] == 3 and len(s.messages) == 26

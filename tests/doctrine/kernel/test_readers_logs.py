@@ -123,3 +123,25 @@ def test_many_lines_are_cheap(tmp_path):
     stats = LogStats()
     assert sum(1 for _ in read_log(log, stats)) == 2000
     assert stats.malformed == 500
+
+
+def test_one_bad_line_is_skipped_and_counted_not_the_whole_log(tmp_path):
+    deep, big = "[" * 100000 + "]" * 100000, "1" * 5000
+    head = "2024-01-01T00:00:00Z [info] [compress] sid="
+    ok = ' event=applied blocksCreated=1 tokensCompressed=3 newBlockIds=["b1"]'
+    lines = [
+        f"{head}a event=applied blocksCreated={big} tokensCompressed=3 newBlockIds=[\"b1\"]",
+        f"{head}b event=applied blocksCreated=1 tokensCompressed=3 newBlockIds={deep}",
+        f"{head}c event=applied blocksCreated=1 tokensCompressed=-{big} newBlockIds=[\"b1\"]",
+        f"{head}d{ok}",
+        f"{head}d event=errors errors={deep} count={big}",
+        f"2024-01-01T00:00:00Z [info] [compress-in] sid=e spans={deep}",
+        f"{head}e{ok}",
+        f"2024-01-01T00:00:00Z [info] [Compressed m1–m2 → {big} block(s), ~3 tokens saved.]",
+    ]
+    log = tmp_path / "acp.log"
+    log.write_bytes("\n".join(lines).encode() + b"\n" + f"{head}\xff{ok}\n".encode("latin-1") + f"{head}f{ok}\n".encode())
+    st = LogStats()
+    events = list(read_log(log, st))
+    assert [e.session_id for e in events] == ["d", "e", "f"]
+    assert st.malformed == 5 and st.lines == 10
