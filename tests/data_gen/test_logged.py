@@ -50,3 +50,25 @@ def test_threshold_drops_low_scoring_summaries():
     loose, _ = run(min_score=0.0)
     assert len(loose) > len(strict)
     assert strict_rejects["logged:below_threshold"] == len(loose) - len(strict)
+
+
+def test_malformed_files_are_counted_and_the_rest_still_yields(tmp_path):
+    import shutil
+
+    good = next((STATES / "bc-proxy" / "anthropic").glob("*.json"))
+    shutil.copy(good, tmp_path / "good.json")
+    (tmp_path / "deep.json").write_text('{"blocks": ' + "[" * 100000 + "]" * 100000 + "}")
+    (tmp_path / "big.json").write_text('{"blocks": [], "nextBlockId": ' + "1" * 5000 + "}")
+    (tmp_path / "utf.json").write_bytes(b'{"blocks": [], "x": "\xff"}')
+    (tmp_path / "types.json").write_text('{"id": "s", "version": 3, "state": {"blocks": 7}}')
+    alone, _ = run_paths([str(tmp_path / "good.json")])
+    samples, rejects = run_paths([str(tmp_path)])
+    assert alone and [s["meta"]["block_id"] for s in samples] == [s["meta"]["block_id"] for s in alone]
+    assert rejects["logged:StateError"] == 4
+
+
+def run_paths(paths):
+    rejects = Counter()
+    out = list(logged_samples(paths, rejects=rejects, doctrine=load_doctrine("v1"), prompt_mode="distilled",
+                              window=32768, min_score=0.0, below_threshold="drop"))
+    return out, rejects
