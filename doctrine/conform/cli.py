@@ -54,6 +54,11 @@ def read_jsonl(path: str | Path, line_numbers: list[int] | None = None) -> list[
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}:{n}: malformed JSON ({exc.msg}, column {exc.colno})") from None
+        except RecursionError:
+            raise InputError(f"{path}:{n}: malformed JSON (nested too deeply)") from None
+        except ValueError as exc:  # e.g. a number past int()'s 4,300-digit limit
+            why = "a number with too many digits" if "digits" in str(exc) else str(exc).splitlines()[0][:200]
+            raise InputError(f"{path}:{n}: malformed JSON ({why})") from None
         if not isinstance(obj, dict):
             raise InputError(f"{path}:{n}: expected a JSON object (one message per line)")
         out.append(obj)

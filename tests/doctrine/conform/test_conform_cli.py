@@ -86,3 +86,25 @@ def test_python_dash_m_doctrine_conform(fixtures_dir):
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["passed"] is True and set(report) >= {"score", "passed", "classes"}
+
+
+@pytest.mark.parametrize("line, reason", [
+    ("[" * 100000 + "]" * 100000, "nested too deeply"),
+    ('{"role": "user", "content": "x", "n": ' + "1" * 5000 + "}", "too many digits"),
+    (b'{"role": "user", "content": "\xff"}', "cannot read"),
+    ('{"role": 5, "content": ["x", 3]}', "role"),
+    ('{"role": "user", "content": [{"type": "text", "text": 5}]}', ""),
+])
+def test_malformed_sources_are_one_line_errors(tmp_path, capsys, line, reason):
+    src = tmp_path / "src.jsonl"
+    first = b'{"role": "user", "content": "fix the bug please"}\n'
+    src.write_bytes(first + (line if isinstance(line, bytes) else line.encode()) + b"\n")
+    summ = tmp_path / "s.md"
+    summ.write_text("fix the bug")
+    rc = run(parse(["--source", str(src), "--summary", str(summ)]))
+    err = capsys.readouterr().err
+    assert rc in (0, 2) and "Traceback" not in err
+    if rc == 2:
+        assert err.count("\n") == 1 and reason in err and str(src) in err
+    else:
+        assert not reason  # a readable range is scored, not refused
