@@ -104,3 +104,65 @@ def range_overlap(predicted: list[tuple[str, str]], reference: list[tuple[str, s
     if not p and not r:
         return 1.0
     return len(p & r) / len(p | r) if p | r else 0.0
+
+
+# ----------------------------------------------------------------- uncertainty
+BOOTSTRAP_SAMPLES = 2000
+PAIRS = (("distilled", "doctrine"), ("distilled", "base_slim"), ("doctrine", "base_slim"))
+
+
+def _numeric(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        return float(v)
+    return None
+
+
+def mean_metrics(rows: list[dict[str, Any]]) -> list[str]:
+    """The metrics whose aggregate is a mean over cases (the ones an interval is for)."""
+    keys = {k for r in rows for k, v in r.items() if _numeric(v) is not None}
+    return sorted(k for k in keys if k not in SUMMED and not k.startswith("peak"))
+
+
+def bootstrap_ci(values: list[float], *, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> list[float]:
+    """95 % percentile-bootstrap interval of the mean (seeded; [v, v] for one value)."""
+    import numpy as np
+
+    x = np.asarray(values, dtype=float)
+    if len(x) == 0:
+        return []
+    if len(x) == 1:
+        return [float(x[0]), float(x[0])]
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, len(x), size=(samples, len(x)))].mean(axis=1)
+    return [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))]
+
+
+def arm_intervals(rows: list[dict[str, Any]], *, seed: int = 0) -> dict[str, list[float]]:
+    """``{metric: [low, high]}`` over the cases of one arm, for every mean-type metric."""
+    out = {}
+    for k in mean_metrics(rows):
+        vals = [v for v in (_numeric(r.get(k)) for r in rows) if v is not None]
+        if vals:
+            out[k] = bootstrap_ci(vals, seed=seed)
+    return out
+
+
+def paired_comparison(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]], *,
+                      seed: int = 0) -> dict[str, dict[str, Any]]:
+    """``{metric: {"diff", "ci95", "n"}}``: mean of a - b over the cases both arms ran (keyed
+    alike, e.g. by (case_id, seed)), with a paired-bootstrap 95 % interval."""
+    keys = sorted(set(a) & set(b), key=str)
+    out: dict[str, dict[str, Any]] = {}
+    if not keys:
+        return out
+    for k in mean_metrics([a[c] for c in keys] + [b[c] for c in keys]):
+        diffs = []
+        for c in keys:
+            x, y = _numeric(a[c].get(k)), _numeric(b[c].get(k))
+            if x is not None and y is not None:
+                diffs.append(x - y)
+        if diffs:
+            out[k] = {"diff": sum(diffs) / len(diffs), "ci95": bootstrap_ci(diffs, seed=seed), "n": len(diffs)}
+    return out

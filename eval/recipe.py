@@ -41,7 +41,8 @@ class ArmSettings(BaseConfig):
 
 
 class BackendSpec(BaseConfig):
-    name: Literal["hf", "vllm", "openai", "oracle"] = "oracle"
+    # oracle, never_compress, first_range: the reference policies (no model) the scorer is checked with
+    name: Literal["hf", "vllm", "openai", "oracle", "never_compress", "first_range"] = "oracle"
     model: str | None = None  # a model spec (train.models): embedded:..., tiny:..., hub id, local dir
     adapter_dir: str | None = None  # PEFT adapter (the exported adapter/ folder) for the distilled arm
     settings: dict[str, Any] = Field(default_factory=dict)  # backend extras: base_url, adapter_model, ...

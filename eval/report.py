@@ -30,7 +30,7 @@ from doctrine.runs import (
     read_manifest,
     write_manifest,
 )
-from eval.metrics import aggregate, by_kind
+from eval.metrics import PAIRS, aggregate, arm_intervals, by_kind, paired_comparison
 
 __all__ = ["ReportError", "build_report", "headline_table", "summarise_run"]
 
@@ -91,11 +91,17 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
         for arm in sorted(arms, key=_arm_key):
             rows = [r["metrics"] for r in arms[arm]]
             entry["arms"][arm] = aggregate(rows)
+            entry["arms"][arm]["ci95"] = arm_intervals(rows)
             if wl == "held_out":
                 entry["by_kind"][arm] = by_kind(rows)
         if wl in SESSION_WORKLOADS:
             entry["series"] = _series(arms)
         out["workloads"][wl] = entry
+        by_case = {arm: {(r["case_id"], r["seed"]): r["metrics"] for r in rs} for arm, rs in arms.items()}
+        pairs = {f"{a}_vs_{b}": paired_comparison(by_case[a], by_case[b])
+                 for a, b in PAIRS if a in by_case and b in by_case}
+        if pairs:
+            out.setdefault("paired", {})[wl] = pairs
     out["calls"] = _call_totals(results)
     return out
 
@@ -149,7 +155,11 @@ def headline_table(summary: dict[str, Any]) -> list[list[str]]:
         for _, wl, key in cols:
             src = calls.get(arm, {}) if wl == "calls" else wls.get(wl, {}).get("arms", {}).get(arm, {})
             v = src.get(key)
-            row.append(f"{v:.0%}" if key == "doctrine_share" and v is not None else _fmt(v))
+            cell = f"{v:.0%}" if key == "doctrine_share" and v is not None else _fmt(v)
+            ci = (src.get("ci95") or {}).get(key)
+            if ci and v is not None and ci[0] != ci[1]:
+                cell += f" [{_fmt(ci[0])}, {_fmt(ci[1])}]"
+            row.append(cell)
         table.append(row)
     return table
 
@@ -174,7 +184,7 @@ GLANCE_NOTE = ("decision_acc: share of held-out decisions of the labeled kind; s
                "prompt_tok/call, max_prompt and doctrine_share: over every real model call of the arm "
                "(max_prompt is the longest prompt sent, to compare with the model's context length; "
                "doctrine_share is the part of the prompt tokens that was doctrine text: rules, nudges, "
-               "tool descriptions).")
+               "tool descriptions). Brackets: a 95% bootstrap interval over the cases (seeded).")
 
 
 def _columns(wl: str, arms: dict[str, dict[str, Any]]) -> list[str]:
@@ -183,6 +193,28 @@ def _columns(wl: str, arms: dict[str, dict[str, Any]]) -> list[str]:
         return COLUMNS[wl]
     keys = sorted({k for r in arms.values() for k, v in r.items() if isinstance(v, (int, float))} - {"cases"})
     return ["cases"] + keys
+
+
+def paired_tables(summary: dict[str, Any]) -> dict[str, list[list[str]]]:
+    """Per workload: each arm pair, each reported metric, the mean difference with its
+    paired-bootstrap 95 % interval and n."""
+    out = {}
+    for wl, pairs in (summary.get("paired") or {}).items():
+        cols = set(COLUMNS.get(wl, []))
+        t = [["pair", "metric", "diff (a - b)", "95% interval", "n"]]
+        for pair, metrics in pairs.items():
+            for k, d in metrics.items():
+                if k in cols:
+                    lo, hi = d["ci95"]
+                    t.append([pair, k, _fmt(d["diff"]), f"[{_fmt(lo)}, {_fmt(hi)}]", str(d["n"])])
+        if len(t) > 1:
+            out[wl] = t
+    return out
+
+
+PAIRED_NOTE = ("Paired: the same cases run by both arms; diff is the mean of (a - b) over them and the "
+               "interval a seeded paired bootstrap (2,000 resamples). An interval that excludes 0 is a "
+               "difference these cases support; with a handful of cases most intervals are wide.")
 
 
 def _fmt(v: Any) -> str:
@@ -333,10 +365,15 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
     glance = summary["glance"] = headline_table(summary)
     md += ["## Results at a glance", "", _md(glance), "", GLANCE_NOTE, ""]
     parts_html += ["<h2>Results at a glance</h2>", _html_table(glance), f"<p>{html.escape(GLANCE_NOTE)}</p>"]
+    ptabs = paired_tables(summary)
     for wl, entry in summary["workloads"].items():
         t = _table(entry["arms"], _columns(wl, entry["arms"]))
         md += [f"## {wl}", "", _md(t), ""]
         parts_html += [f"<h2>{html.escape(wl)}</h2>", _html_table(t)]
+        if wl in ptabs:
+            md += [f"### {wl}: paired comparisons", "", PAIRED_NOTE, "", _md(ptabs[wl]), ""]
+            parts_html += [f"<h3>{html.escape(wl)}: paired comparisons</h3>", f"<p>{html.escape(PAIRED_NOTE)}</p>",
+                           _html_table(ptabs[wl])]
         for arm, kinds in entry.get("by_kind", {}).items():
             kt = _table(kinds, HELD_OUT_COLS, "kind")
             md += [f"### {wl} / {arm}, by kind", "", _md(kt), ""]

@@ -32,14 +32,18 @@ def _openai(settings: dict[str, Any]) -> Backend:
     return make_openai(settings)
 
 
-def _oracle(settings: dict[str, Any]) -> Backend:
-    from eval.backends.oracle import make_oracle
+def _reference(name: str) -> Callable[[dict[str, Any]], Backend]:
+    def make(settings: dict[str, Any]) -> Backend:
+        from eval.backends.oracle import make_oracle
 
-    return make_oracle(settings)
+        return make_oracle(settings, name=name)
+
+    return make
 
 
 BACKENDS: dict[str, Callable[[dict[str, Any]], Backend]] = {
-    "hf": _hf, "vllm": _vllm, "openai": _openai, "oracle": _oracle,
+    "hf": _hf, "vllm": _vllm, "openai": _openai, "oracle": _reference("oracle"),
+    "never_compress": _reference("never_compress"), "first_range": _reference("first_range"),
 }
 
 

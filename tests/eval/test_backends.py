@@ -18,7 +18,7 @@ TOOLS = [{"type": "function", "function": {"name": "bash", "description": "Run a
 
 
 def test_registry_names():
-    assert set(BACKENDS) == {"hf", "vllm", "openai", "oracle"}
+    assert set(BACKENDS) == {"hf", "vllm", "openai", "oracle", "never_compress", "first_range"}
     with pytest.raises(BackendError, match="unknown backend"):
         make_backend("nope")
 

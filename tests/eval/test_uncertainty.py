@@ -1,0 +1,71 @@
+"""Intervals and paired comparisons in the report, and the reference policies as backends."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval.backends import make_backend
+from eval.backends.base import Request
+from eval.metrics import bootstrap_ci, paired_comparison
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bootstrap_interval_is_seeded_and_holds_the_mean():
+    vals = [0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0]
+    lo, hi = bootstrap_ci(vals, seed=3)
+    assert (lo, hi) == tuple(bootstrap_ci(vals, seed=3))
+    assert lo < sum(vals) / len(vals) < hi and 0.0 <= lo and hi <= 1.0
+    assert bootstrap_ci([0.5]) == [0.5, 0.5] and bootstrap_ci([]) == []
+
+
+def test_paired_comparison_uses_only_shared_cases():
+    a = {("c1", 0): {"acc": 1.0}, ("c2", 0): {"acc": 1.0}, ("c3", 0): {"acc": 0.0}, ("only_a", 0): {"acc": 1.0}}
+    b = {("c1", 0): {"acc": 0.0}, ("c2", 0): {"acc": 0.0}, ("c3", 0): {"acc": 0.0}}
+    d = paired_comparison(a, b)["acc"]
+    assert d["n"] == 3 and d["diff"] == pytest.approx(2 / 3)
+    lo, hi = d["ci95"]
+    assert 0.0 <= lo <= d["diff"] <= hi <= 1.0
+
+
+def _nudged(text):
+    return Request([{"role": "system", "content": "s"}, {"role": "user", "content": text}], [], False, 64, {})
+
+
+def test_reference_policies():
+    nudge = ("[ACP] Context maintenance.\nCompressible ranges (2, oldest first):\n"
+             "  m00002–m00005  4 msgs  1.2K [tool 90% | text 10%]\n  m00009–m00012  4 msgs  900")
+    never = make_backend("never_compress").complete(_nudged(nudge))
+    assert not never.tool_calls and never.message["content"]
+    first = make_backend("first_range").complete(_nudged(nudge))
+    (call,) = first.tool_calls
+    args = json.loads(call["function"]["arguments"])
+    assert call["function"]["name"] == "compress"
+    assert [(r["startId"], r["endId"]) for r in args["content"]] == [("m00002", "m00005")]
+    plain = make_backend("first_range").complete(_nudged("Please fix the failing test in mod_1."))
+    assert not plain.tool_calls
+
+
+def test_report_carries_intervals_and_pairs(tmp_path):
+    out = tmp_path / "eval"
+    run = subprocess.run([sys.executable, "-m", "eval", "run", "configs/eval/smoke.yaml", "--out", str(out),
+                          "backend.name=never_compress"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    rep = subprocess.run([sys.executable, "-m", "eval", "report", str(out), "--quiet"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert rep.returncode == 0, rep.stderr[-2000:]
+    data = json.loads((tmp_path / "report" / "report.json").read_text())
+    held = data["workloads"]["held_out"]["arms"]
+    for arm in ("doctrine", "base_slim", "distilled"):
+        lo, hi = held[arm]["ci95"]["kind_correct"]
+        assert lo <= held[arm]["kind_correct"] <= hi
+    pair = data["paired"]["held_out"]["distilled_vs_base_slim"]["kind_correct"]
+    assert set(pair) == {"diff", "ci95", "n"} and pair["n"] == 6
+    assert "distilled_vs_doctrine" in data["paired"]["scripted"]
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "### held_out: paired comparisons" in md and "95% interval" in md
