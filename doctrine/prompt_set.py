@@ -11,8 +11,8 @@ A prompt set is a folder with a JSON manifest and Markdown files::
                             "source": {"doctrine": "v1", "sha256": "...", "mode": "distilled"}}
     philosophy.md  how-to-compress.md  tier2.md  tier3.md   (each optional)
 
-``prompts`` holds the four kernel rule texts (Layer 0: load-bearing, gated by
-``acknowledgeRisk``), ``sections`` the host's surface sections (Layer 1: tri-state: a file
+``prompts`` holds the four kernel rule texts (Layer 0: load-bearing, gated by the caller's
+``--acknowledge-risk``), ``sections`` the host's surface sections (Layer 1: tri-state: a file
 replaces, ``null`` removes, absent keeps the default). Without a ``prompts`` key, any of
 the four default file names present in the folder is used. The manifest may be named
 ``manifest.json`` or ``prompt-set.json``, or be the folder's only ``*.json`` file.
@@ -21,6 +21,8 @@ the four default file names present in the folder is used. The manifest may be n
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 from doctrine.spec import Doctrine, DoctrineError, normalise_text
@@ -45,6 +47,33 @@ DEFAULT_FILES = {
     "tier3": "tier3.md",
 }
 _MANIFEST_NAMES = ("manifest.json", "prompt-set.json")
+MAX_FILE_BYTES = 256 * 1024  # per manifest or section file; a prompt is a few KiB
+
+
+def _read_bytes_capped(path: Path) -> bytes:
+    """A regular file's bytes, at most MAX_FILE_BYTES; anything else is a DoctrineError.
+
+    The file type is checked with ``os.stat`` before opening (a FIFO is never opened, a
+    device never read), and again on the open descriptor in case the path changed between.
+    """
+    def kind(mode: int) -> str:
+        return ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a file")
+
+    st = os.stat(path)  # follows a symlink: its target's type is what would be read
+    if not stat.S_ISREG(st.st_mode):
+        raise DoctrineError(f"{path} is {kind(st.st_mode)}, not a regular file")
+    if st.st_size > MAX_FILE_BYTES:
+        raise DoctrineError(f"{path} is {st.st_size} bytes, over the {MAX_FILE_BYTES // 1024} KiB limit per file")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(f.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise DoctrineError(f"{path} is {kind(mode)}, not a regular file")
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise DoctrineError(f"{path} is over the {MAX_FILE_BYTES // 1024} KiB limit per file")
+    return data
 
 
 def _find_manifest(folder: Path) -> Path:
@@ -64,33 +93,51 @@ def _find_manifest(folder: Path) -> Path:
 def _read_file(folder: Path, rel: object, where: str) -> str:
     if not isinstance(rel, str) or not rel:
         raise DoctrineError(f"prompt set {folder}: {where} must be a file name or null, got {rel!r}")
+    if "\x00" in rel:
+        raise DoctrineError(f"prompt set {folder}: {where} is not a usable file name ({rel!r})")
     path = (folder / rel).resolve()
     if Path(rel).is_absolute() or folder.resolve() not in path.parents:
         raise DoctrineError(f"prompt set {folder}: {where} points outside the folder ({rel})")
     try:
-        return normalise_text(path.read_text(encoding="utf-8"))
+        return normalise_text(_read_bytes_capped(path).decode("utf-8"))
     except FileNotFoundError:
         raise DoctrineError(f"prompt set {folder}: {where} names a missing file {rel}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except DoctrineError as exc:
+        raise DoctrineError(f"prompt set {folder}: {where}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DoctrineError(f"prompt set {folder}: cannot read {rel} (not UTF-8: {exc.reason})") from None
+    except OSError as exc:
         raise DoctrineError(f"prompt set {folder}: cannot read {rel} ({exc})") from None
 
 
-def read_prompt_set(folder: str | Path, doctrine: Doctrine | None = None) -> dict[str, str]:
+def read_prompt_set(folder: str | Path, doctrine: Doctrine | None = None,
+                    acknowledge_risk: bool = False) -> dict[str, str]:
     """Read a prompt set into ``{section: text}`` overrides (an empty text removes a section).
 
-    Checks the set itself (manifest shape, files, ``acknowledgeRisk`` declared when it
-    touches load-bearing sections). The caller's own acknowledge-risk gate is applied by
-    :func:`doctrine.spec.resolve_doctrine`.
+    Checks the set itself (manifest shape, regular files of at most MAX_FILE_BYTES each).
+    With ``doctrine``, a set that replaces load-bearing sections needs the caller's
+    ``acknowledge_risk`` (CLI ``--acknowledge-risk``); the manifest's own
+    ``"acknowledgeRisk": true`` records the author's intent but does not replace the
+    caller's flag, which :func:`doctrine.spec.resolve_doctrine` passes here.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise DoctrineError(f"prompt set {folder}: not a folder")
     mpath = _find_manifest(folder)
     try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        manifest = json.loads(_read_bytes_capped(mpath).decode("utf-8"))
     except json.JSONDecodeError as exc:
         raise DoctrineError(f"prompt set {mpath}: malformed JSON ({exc.msg} at line {exc.lineno})") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except RecursionError:
+        raise DoctrineError(f"prompt set {mpath}: malformed JSON (nested too deeply)") from None
+    except UnicodeDecodeError as exc:
+        raise DoctrineError(f"prompt set {mpath}: cannot read (not UTF-8: {exc.reason})") from None
+    except DoctrineError as exc:
+        raise DoctrineError(f"prompt set {mpath}: cannot read ({exc})") from None
+    except ValueError as exc:  # a number past int()'s 4,300-digit limit
+        why = "a number with too many digits" if "digits" in str(exc) else str(exc).splitlines()[0][:200]
+        raise DoctrineError(f"prompt set {mpath}: malformed JSON ({why})") from None
+    except OSError as exc:
         raise DoctrineError(f"prompt set {mpath}: cannot read ({exc})") from None
     if not isinstance(manifest, dict):
         raise DoctrineError(f"prompt set {mpath}: manifest must be a JSON object")
@@ -129,10 +176,12 @@ def read_prompt_set(folder: str | Path, doctrine: Doctrine | None = None) -> dic
 
     if doctrine is not None:
         gated = sorted(n for n in layer if n in doctrine.load_bearing)
-        if gated and manifest.get("acknowledgeRisk") is not True:
+        if gated and not acknowledge_risk:
+            declared = manifest.get("acknowledgeRisk") is True
             raise DoctrineError(
-                f"prompt set {mpath}: replaces load-bearing section(s) {', '.join(gated)} "
-                f"but its manifest does not set \"acknowledgeRisk\": true"
+                f"prompt set {mpath}: replaces load-bearing section(s) {', '.join(gated)} (the compression "
+                f"rules); pass --acknowledge-risk (acknowledge_risk=True) to apply it"
+                + ("" if declared else "; its manifest does not set \"acknowledgeRisk\": true either")
             )
     return layer
 

@@ -333,7 +333,7 @@ def resolve_doctrine(
     if prompt_set is not None:
         from doctrine.prompt_set import read_prompt_set  # local: prompt_set imports this module
 
-        layer = read_prompt_set(prompt_set, doc)
+        layer = read_prompt_set(prompt_set, doc, acknowledge_risk=acknowledge_risk)
         _apply_layer(doc, sections, layer, f"prompt-set={Path(prompt_set).name}", acknowledge_risk, applied)
     if overrides:
         if not isinstance(overrides, dict):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -68,11 +69,27 @@ def test_import_needs_the_callers_flag_and_names_the_sections(tmp_path):
         assert name in str(err.value)
 
 
-def test_set_without_acknowledge_risk_in_its_manifest_is_refused(tmp_path):
+def test_callers_flag_is_enough_without_acknowledge_risk_in_the_manifest(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"format": "acp-prompt-set"}))
-    (tmp_path / "how-to-compress.md").write_text("x")
-    with pytest.raises(DoctrineError, match='how-to-compress.*"acknowledgeRisk": true'):
-        resolve_doctrine("v1", prompt_set=tmp_path, acknowledge_risk=True)
+    (tmp_path / "how-to-compress.md").write_text("MY RULES")
+    doc = resolve_doctrine("v1", prompt_set=tmp_path, acknowledge_risk=True)
+    assert doc.sections["how-to-compress"] == "MY RULES"
+    with pytest.raises(DoctrineError) as err:  # neither: the error names both
+        resolve_doctrine("v1", prompt_set=tmp_path)
+    msg = str(err.value)
+    assert "how-to-compress" in msg and "--acknowledge-risk" in msg and '"acknowledgeRisk": true' in msg
+
+
+def test_cli_show_with_acknowledge_risk_applies_a_set_whose_manifest_lacks_it(tmp_path, capsys):
+    from doctrine.cli import main
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"prompts": {"tier2": "t2.md"}}))
+    (tmp_path / "t2.md").write_text("MY TIER2 RULES")
+    assert main(["show", "--prompt-set", str(tmp_path), "--acknowledge-risk"]) == 0
+    assert "MY TIER2 RULES" in capsys.readouterr().out
+    assert main(["show", "--prompt-set", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "--acknowledge-risk" in err and '"acknowledgeRisk": true' in err and err.count("\n") == 1
 
 
 def test_partial_set_and_tri_state_sections(tmp_path):
@@ -128,3 +145,81 @@ def test_unknown_section_in_a_set_is_named(tmp_path):
 def test_missing_folder(tmp_path):
     with pytest.raises(DoctrineError, match="not a folder"):
         resolve_doctrine("v1", prompt_set=tmp_path / "nope")
+
+
+@pytest.mark.parametrize("manifest, message", [
+    ("[" * 100000 + "]" * 100000, "nested too deeply"),
+    ('{"formatVersion": ' + "1" * 5000 + "}", "too many digits"),
+    (b'{"format": "\xff"}', "not UTF-8"),
+    ('{"prompts": {"tier2": "a\\u0000b"}}', "not a usable file name"),
+    ('{"prompts": "tier2.md"}', "'prompts' must be an object"),
+])
+def test_malformed_manifests_are_one_line_errors(tmp_path, manifest, message):
+    path = tmp_path / "manifest.json"
+    path.write_bytes(manifest if isinstance(manifest, bytes) else manifest.encode())
+    with pytest.raises(DoctrineError, match=message) as err:
+        read_prompt_set(tmp_path)
+    assert "\n" not in str(err.value)
+
+
+def _fifo_set(tmp_path, how):
+    import os
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"sections": {"intro": "intro.md"}}))
+    if how == "fifo":
+        os.mkfifo(tmp_path / "intro.md")
+    elif how == "link-to-fifo":
+        os.mkfifo(tmp_path / "pipe")
+        (tmp_path / "intro.md").symlink_to(tmp_path / "pipe")
+    elif how == "link-to-device":
+        (tmp_path / "intro.md").symlink_to("/dev/zero")
+    elif how == "folder":
+        (tmp_path / "intro.md").mkdir()
+
+
+@pytest.mark.parametrize("how, message", [
+    ("fifo", "a FIFO"), ("link-to-fifo", "a FIFO"), ("link-to-device", "outside the folder|a device"),
+    ("folder", "a folder"),
+])
+def test_sections_that_are_not_regular_files_are_refused_without_hanging(tmp_path, how, message):
+    _fifo_set(tmp_path, how)
+    err = _error_without_hanging(tmp_path)
+    assert re.search(message, str(err)), err
+
+
+def _error_without_hanging(folder):
+    import threading
+
+    result: list = []
+
+    def read():
+        try:
+            read_prompt_set(folder)
+            result.append(None)
+        except DoctrineError as exc:
+            result.append(exc)
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(10)
+    assert result, "read_prompt_set hung"
+    assert isinstance(result[0], DoctrineError), result
+    return result[0]
+
+
+def test_a_manifest_that_is_a_fifo_is_refused(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "set.json")
+    assert "a FIFO" in str(_error_without_hanging(tmp_path))
+
+
+def test_section_files_are_capped(tmp_path):
+    from doctrine.prompt_set import MAX_FILE_BYTES
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"sections": {"intro": "intro.md"}}))
+    (tmp_path / "intro.md").write_text("x" * (MAX_FILE_BYTES + 1))
+    with pytest.raises(DoctrineError, match="intro.md.*256 KiB limit"):
+        read_prompt_set(tmp_path)
+    (tmp_path / "intro.md").write_text("x" * MAX_FILE_BYTES)
+    assert len(read_prompt_set(tmp_path)["intro"]) == MAX_FILE_BYTES
