@@ -58,11 +58,22 @@ def _resolve(args: argparse.Namespace):
     )
 
 
+def _read_base_prompt(fname: str) -> str:
+    try:
+        return Path(fname).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DoctrineError(f"--base-prompt: file {fname} not found") from None
+    except UnicodeDecodeError as exc:
+        raise DoctrineError(f"--base-prompt: {fname} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise DoctrineError(f"--base-prompt: cannot read {fname} ({exc.strerror or exc})") from None
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from doctrine.render import render_part
 
     doc = _resolve(args)
-    base = Path(args.base_prompt).read_text(encoding="utf-8") if args.base_prompt else ""
+    base = _read_base_prompt(args.base_prompt) if args.base_prompt else ""
     text = render_part(doc, args.mode, args.part, base_prompt=base, nudge_style=args.nudge_style, host=args.host)
     sys.stdout.write(text + ("\n" if text else ""))
     if args.tokens:

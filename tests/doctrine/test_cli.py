@@ -52,6 +52,13 @@ def test_show_base_prompt(capsys, tmp_path):
     assert rc == 1 and "missing.txt" in err
 
 
+def test_binary_base_prompt_is_a_one_line_error(capsys, tmp_path):
+    (tmp_path / "base.bin").write_bytes(b"\xff\xfe\x00\x01binary")
+    rc, out, err = run(capsys, "show", "--base-prompt", str(tmp_path / "base.bin"))
+    assert rc == 1 and out == ""
+    assert err.count("\n") == 1 and "--base-prompt" in err and "not UTF-8" in err and "base.bin" in err
+
+
 def test_override_load_bearing_without_flag_fails_and_names_it(capsys, tmp_path):
     (tmp_path / "p.md").write_text("PHIL")
     (tmp_path / "h.md").write_text("HEAD")
