@@ -47,6 +47,13 @@ class BackendSpec(BaseConfig):
     adapter_dir: str | None = None  # PEFT adapter (the exported adapter/ folder) for the distilled arm
     settings: dict[str, Any] = Field(default_factory=dict)  # backend extras: base_url, adapter_model, ...
 
+    @field_validator("model")
+    @classmethod
+    def _model_given(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("empty model spec; give one (e.g. embedded:smollm2-135m-instruct) or leave it out")
+        return v
+
     @field_validator("settings")
     @classmethod
     def _no_keys(cls, v: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,17 @@ class ModelSection(BaseConfig):
     attn_implementation: str | None = None
     gradient_checkpointing: bool = False
 
+    @field_validator("spec")
+    @classmethod
+    def _known_spec(cls, v: str) -> str:
+        from train.models import ModelSpecError, parse_spec  # light: no torch, no network
+
+        try:
+            parse_spec(v)
+        except ModelSpecError as exc:
+            raise ValueError(str(exc)) from None
+        return v.strip()
+
 
 class LoraSection(BaseConfig):
     r: int = 16

@@ -309,3 +309,10 @@ def test_an_adapter_without_recorded_profiles_is_not_checked(tmp_path):
     adapter = _adapter_with_profiles(tmp_path, [])
     out = serving_profiles(load_config(SMOKE, EvalRecipe, [f"backend.adapter_dir={adapter}"]))
     assert out["adapter_profiles"] == "not recorded" and "profile_mismatch" not in out
+
+
+def test_an_empty_model_spec_fails_when_the_recipe_loads():
+    from doctrine.config import ConfigError
+
+    with pytest.raises(ConfigError, match="backend.model: .*empty model spec"):
+        load_config(SMOKE, EvalRecipe, ["backend.model="])
