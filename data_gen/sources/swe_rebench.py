@@ -249,6 +249,7 @@ def _iter_jsonl(path: Path) -> Iterator[Any]:
 
 
 def _jsonl_rows(fh: Any, path: Path) -> Iterator[Any]:
+    n = 0
     with fh:
         try:
             for n, raw in enumerate(fh, 1):
@@ -258,8 +259,11 @@ def _jsonl_rows(fh: Any, path: Path) -> Iterator[Any]:
                     yield json.loads(raw)
                 except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, absurd nesting
                     yield UnreadableRow("invalid_json_line", f"{path.name} line {n}: {exc}")
-        except (OSError, EOFError) as exc:  # a truncated .gz
-            raise TrajectorySourceError(f"{path}: reading failed ({exc})") from exc
+        except (OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt .gz
+            # The rows read so far stand; the rest of the file is one rejected record and
+            # the build goes on with the next file or source.
+            yield UnreadableRow("truncated_file", f"{path.name}: reading stopped after line {n} "
+                                f"({type(exc).__name__}: {exc})")
 
 
 def _offline() -> bool:

@@ -304,3 +304,30 @@ def test_module_imports_no_heavy_dependency_at_import_time():
                           env={**os.environ})
     assert proc.stdout.strip() == "[]", proc.stderr
     assert swe_rebench.DEFAULT_REVISION == "35455389ab51bf5e2306bfd436ef72d0f98bf882"
+
+
+def test_a_truncated_gz_is_one_rejected_record_and_the_build_goes_on(tmp_path):
+    from data_gen.build import collect_sessions
+    from data_gen.recipe import DataRecipe
+    from doctrine.config import load_config
+
+    data = gzip.compress(JSONL.read_bytes())
+    gz = tmp_path / "a.jsonl.gz"
+    gz.write_bytes(data[: len(data) // 2])
+    rows = list(iter_rows(gz))
+    assert rows and isinstance(rows[-1], UnreadableRow) and rows[-1].reason == "truncated_file"
+    assert "a.jsonl.gz" in rows[-1].detail and not any(isinstance(r, UnreadableRow) and r.reason == "truncated_file"
+                                                       for r in rows[:-1])
+    shutil.copy(PARQUET, tmp_path / "b.parquet")  # a later file is still read
+    root = Path(__file__).resolve().parents[2]
+    recipe = load_config(root / "configs/data/demo.yaml", DataRecipe,
+                         [f"sources.swe_rebench.path={tmp_path}", "sources.swe_rebench.max_rows=null",
+                          "sources.synthetic=null"])
+    rejects: Counter = Counter()
+    sessions = list(collect_sessions(recipe, rejects))
+    alone: Counter = Counter()
+    recipe_b = load_config(root / "configs/data/demo.yaml", DataRecipe,
+                           [f"sources.swe_rebench.path={tmp_path / 'b.parquet'}", "sources.swe_rebench.max_rows=null",
+                            "sources.synthetic=null"])
+    assert rejects["swe_rebench:truncated_file"] == 1
+    assert len(sessions) > len(list(collect_sessions(recipe_b, alone)))
