@@ -112,14 +112,49 @@ def select_rows(rows: list[dict[str, Any]], *, kinds: list[str] | None = None, p
     return out
 
 
-def classify(message: dict[str, Any], nudge_present: bool) -> str:
-    """The decision kind of an assistant message (the context says whether a nudge was shown)."""
+# Text that imitates kernel or tool markup instead of making a call: a reader cannot act on it.
+_MARKUP = re.compile(r"<acp\b|</acp>|<tool_response|</tool_response>|<tool_call\b|</tool_call>|"
+                     r"\bcompress\s*\(\s*\{|\"startId\"\s*:")
+
+
+def reply_form(message: dict[str, Any], nudge_present: bool) -> str:
+    """What a reader sees an assistant message do: ``compress``, ``recover`` (search or
+    decompress), ``act`` (a call to a task tool), ``decline`` (plain text under a nudge),
+    ``final`` (plain text with no nudge) or ``malformed`` (text imitating ref tags, tool
+    output or a compress call written as prose)."""
     names = [(c.get("function") or {}).get("name") for c in message.get("tool_calls") or []]
     if "compress" in names:
         return "compress"
     if "search_context" in names or "decompress" in names:
         return "recover"
+    if names:
+        return "act"
+    if _MARKUP.search(message.get("content") or ""):
+        return "malformed"
+    return "decline" if nudge_present else "final"
+
+
+def classify(message: dict[str, Any], nudge_present: bool) -> str:
+    """The decision kind of an assistant message: compress, recover, refuse (a decline, or
+    acting on the task, under a nudge), ordinary (acting or answering with no nudge) or
+    malformed."""
+    form = reply_form(message, nudge_present)
+    if form in ("compress", "recover", "malformed"):
+        return form
     return "refuse" if nudge_present else "ordinary"
+
+
+def decision_correct(label_kind: str, reply: dict[str, Any], target: dict[str, Any], nudge_present: bool) -> bool:
+    """Whether the reply takes the labelled decision, as a reader would judge it: a refusal
+    is a decline or carrying on with the task; an ordinary row needs the label's own form
+    (a task action where the label acts, a plain answer where it answers), so a plain reply
+    is not a free pass."""
+    form = reply_form(reply, nudge_present)
+    if label_kind == "refuse":
+        return form in ("decline", "act")
+    if label_kind == "ordinary":
+        return form == reply_form(target, nudge_present)
+    return form == label_kind
 
 
 def compress_ranges(message: dict[str, Any]) -> tuple[list[tuple[str, str, str]], list[str]]:
@@ -186,7 +221,9 @@ def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dic
     ranges, arg_errors = compress_ranges(reply)
     if arg_errors:
         valid = False
-    out: dict[str, Any] = {"label_kind": label_kind, "pred_kind": pred, "kind_correct": pred == label_kind,
+    correct = pred != "invalid" and decision_correct(label_kind, reply, target, nudge_present)
+    out: dict[str, Any] = {"label_kind": label_kind, "pred_kind": pred, "reply_form": reply_form(reply, nudge_present),
+                           "kind_correct": correct,
                            "tool_call_valid": valid, "tool_calls": len(reply.get("tool_calls") or [])}
     if pred == "compress":
         text = "\n".join(m.get("content") or "" for m in context) + json.dumps(context)

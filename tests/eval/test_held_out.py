@@ -112,6 +112,22 @@ def test_classify():
     assert classify(call("search_context"), False) == "recover"
     assert classify({"content": "later"}, True) == "refuse"
     assert classify(call("bash"), False) == "ordinary"
+    # text imitating markup is malformed, never a refusal
+    assert classify({"content": '<acp tokens="3" type="text">m00002</acp> done'}, True) == "malformed"
+    assert classify({"content": "<tool_response>ok</tool_response>"}, False) == "malformed"
+    assert classify({"content": 'compress({"content": [{"startId": "m1"}]})'}, True) == "malformed"
+
+
+def test_a_plain_reply_is_not_a_free_pass():
+    from eval.workloads.held_out import decision_correct
+
+    act = {"tool_calls": [{"function": {"name": "bash", "arguments": "{}"}}]}
+    plain = {"content": "Continuing with the task."}
+    assert decision_correct("refuse", plain, act, True) and decision_correct("refuse", act, act, True)
+    assert not decision_correct("ordinary", plain, act, False)  # the label acts: so must the reply
+    assert decision_correct("ordinary", act, act, False)
+    assert decision_correct("ordinary", plain, {"content": "All tests pass."}, False)
+    assert not decision_correct("compress", plain, act, True)
 
 
 def test_select_rows_per_kind_and_window():
