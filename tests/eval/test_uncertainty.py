@@ -76,3 +76,11 @@ def test_the_decision_metric_separates_the_oracle_from_never_compressing(policy_
 
 def test_report_carries_intervals_and_pairs(policy_reports):
     data, md = policy_reports["never_compress"]
+    held = data["workloads"]["held_out"]["arms"]
+    for arm in ("doctrine", "base_slim", "distilled"):
+        lo, hi = held[arm]["ci95"]["kind_correct"]
+        assert lo <= held[arm]["kind_correct"] <= hi
+    pair = data["paired"]["held_out"]["distilled_vs_base_slim"]["kind_correct"]
+    assert set(pair) == {"diff", "ci95", "n"} and pair["n"] == 6
+    assert "distilled_vs_doctrine" in data["paired"]["scripted"]
+    assert "### held_out: paired comparisons" in md and "95% interval" in md
