@@ -43,7 +43,8 @@ KINDS = ("files_changed", "first_edit", "first_test_run", "first_error")
 SANDBOX_TOOLS = ("execute_bash", "str_replace_editor", "task_tracker")
 _EDIT_COMMANDS = ("create", "str_replace", "insert")
 _FAILED_EDIT = ("ERROR:", "No replacement was performed", "did not appear verbatim", "Invalid `path`")
-_TRAILER = re.compile(r"^\[(?:The command completed with exit code -?\d+\.|Current working directory: .*|"
+_TRAILER = re.compile(r"^\[(?:The command completed with exit code -?\d+\.|Command finished with exit code -?\d+|"
+                      r"Current working directory: .*|"
                       r"Python interpreter: .*|The command has no new output.*)\]$")
 _TEST_CMD = re.compile(r"(?:^|[\s;&|(])(?:python\d?(?:\.\d+)?\s+-m\s+(?:pytest|unittest)|pytest|py\.test|tox|nox)\b")
 _INSPECT = re.compile(r"^(?:grep|rg|egrep|ls|cat|find|head|tail|sed\s+-n|git|echo|wc|which|pwd|tree|less|more|"
@@ -302,6 +303,12 @@ def errors_in(output: str) -> list[str]:
             continue
         m = re.match(r"^(?:FAILED|ERROR) \S+ - (.+)$", s)
         if m:
+            found.append((starts[k], m.group(1).rstrip()))
+            continue
+        # The agent's own scripts print the exception without a traceback:
+        # "ERROR: ParseError: ...", "FAILED tests/x.py::t: AttributeError: ..."
+        m = re.match(r"^(?:ERROR|FAILED|FAIL|Error)(?:\s+\S+)?:\s+(\S.*)$", s)
+        if m and _exception_line(m.group(1)):
             found.append((starts[k], m.group(1).rstrip()))
             continue
         if ": " in s and _exception_line(s):

@@ -103,6 +103,25 @@ def test_first_test_run_and_error_rules():
     assert "first_error" not in _kinds(_row(ki))
 
 
+def test_errors_printed_by_the_agents_own_scripts():
+    """OpenHands layout: execute_bash results end with a '[Command finished ...]' trailer, and
+    the agent's scripts print exceptions without a traceback."""
+    sh = "execute_bash"
+    own = (sh, {"command": "cd /workspace/pkg && python check.py"},
+           "checking...\nERROR: ParseError: unexpected '}' at line 3\n[Command finished with exit code 1]")
+    assert _kinds(_row(own))["first_error"].answer == "ParseError: unexpected '}' at line 3"
+    runner = (sh, {"command": "python run_tests.py"},
+              "FAILED tests/test_a.py::test_two: AttributeError: 'Conf' object has no attribute 'x'\n"
+              "[Command finished with exit code 1]")
+    assert _kinds(_row(runner))["first_error"].answer == "AttributeError: 'Conf' object has no attribute 'x'"
+    from eval.workloads.probes import executions
+
+    conv = _row(own)
+    assert "[Command finished" not in executions(conv.messages)[0].output
+    plain = (sh, {"command": "python check.py"}, "ERROR: could not find config\n[Command finished with exit code 1]")
+    assert "first_error" not in _kinds(_row(plain))  # not an exception: no answer made up
+
+
 def test_sandbox_shutdown_responses():
     for tool in ("execute_bash", "str_replace_editor", "task_tracker"):
         text = sandbox_shutdown_response(tool, {"command": "ls"})
