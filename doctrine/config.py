@@ -159,6 +159,22 @@ def _yaml_error(exc: yaml.YAMLError) -> str:
     return text if len(text) <= 2 * MAX_ECHO_CHARS else text[:2 * MAX_ECHO_CHARS - 3] + "..."
 
 
+def split_override_args(extra: list[str]) -> tuple[list[str], list[str]]:
+    """Split a CLI's leftover arguments into overrides and strays.
+
+    ``KEY=VALUE`` and ``--KEY=VALUE`` (a leading ``--`` is accepted: argparse leaves an
+    unknown ``--trainer.max_steps=3`` over, and :func:`parse_overrides` strips the dashes)
+    are overrides; anything else (``-x``, ``--flag``, a bare word) is a stray argument.
+    """
+    overrides: list[str] = []
+    stray: list[str] = []
+    for item in extra:
+        key, sep, _ = item.partition("=")
+        name = key[2:] if key.startswith("--") else key
+        (overrides if sep and name.strip() and not name.startswith("-") else stray).append(item)
+    return overrides, stray
+
+
 def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
     """Parse ``a.b=value`` strings into ``{"a.b": value}`` (values as YAML scalars)."""
     out: dict[str, Any] = {}

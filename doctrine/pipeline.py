@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .config import ConfigError, load_for_cli
+from .config import ConfigError, load_for_cli, split_override_args
 from .pipeline_config import PipelineConfig
 from .runs import RunDir, atomic_write_json, atomic_write_text, write_manifest
 
@@ -141,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     p.add_argument("--force", action="append", default=[], metavar="STAGE",
                    help="rerun STAGE even if its manifest exists (repeatable)")
-    args = p.parse_args(argv)
+    args, extra = p.parse_known_args(argv)
+    overrides, stray = split_override_args(extra)
+    if stray:
+        p.error(f"unrecognized arguments: {' '.join(stray)}")
+    args.overrides = list(args.overrides or []) + overrides
     cfg = load_for_cli(args.recipe, PipelineConfig, args.overrides, args.print_config)
     if isinstance(cfg, int):
         return cfg

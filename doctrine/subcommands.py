@@ -30,12 +30,14 @@ def run(prog: str, doc: str | None, commands: dict[str, str], argv: list[str] | 
     parser = build_parser(prog, doc, commands)
     # Dotted KEY=VALUE overrides may come after options (`build R.yaml --out X a.b=1`), which
     # argparse cannot interleave with a subcommand's positionals: collect them here.
+    from doctrine.config import split_override_args
+
     args, extra = parser.parse_known_args(argv)
     if extra:
-        stray = [x for x in extra if x.startswith("-") or "=" not in x]
+        overrides, stray = split_override_args(extra)
         if stray or not hasattr(args, "overrides"):
             parser.error(f"unrecognized arguments: {' '.join(stray or extra)}")
-        args.overrides = list(args.overrides or []) + extra
+        args.overrides = list(args.overrides or []) + overrides
     if not getattr(args, "func", None):
         parser.print_help()
         return 0 if not commands else 2

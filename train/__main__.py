@@ -100,11 +100,16 @@ def _train_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_train(argv: list[str]) -> int:
-    from doctrine.config import load_for_cli
+    from doctrine.config import load_for_cli, split_override_args
 
     from .recipe import TrainRecipe
 
-    args = _train_parser().parse_intermixed_args(argv)
+    parser = _train_parser()
+    args, extra = parser.parse_known_intermixed_args(argv)
+    overrides, stray = split_override_args(extra)
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    args.overrides = list(args.overrides or []) + overrides
     recipe = load_for_cli(args.recipe, TrainRecipe, args.overrides, args.print_config)
     if isinstance(recipe, int):
         return recipe

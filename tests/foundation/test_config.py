@@ -231,3 +231,40 @@ def test_binary_recipe_is_one_line_error_from_every_cli(tmp_path, project_root, 
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.startswith(f"error: {p}: not a text recipe (byte 0x89 at offset 0 is not UTF-8)")
+
+
+@pytest.mark.parametrize("module, argv, shown", [
+    ("train.__main__", ["configs/train/demo.yaml", "--print-config", "--trainer.max_steps=3"], "max_steps: 3"),
+    ("data_gen.__main__", ["build", "configs/data/demo.yaml", "--print-config", "--shard_rows=7"], "shard_rows: 7"),
+    ("eval.__main__", ["run", "configs/eval/smoke.yaml", "--print-config", "--max_tokens=123"], "max_tokens: 123"),
+    ("doctrine.pipeline", ["configs/pipeline/demo.yaml", "--print-config", "--run_name=try2"], "run_name: try2"),
+])
+def test_a_leading_double_dash_on_an_override_is_accepted_by_every_cli(project_root, monkeypatch, capsys,
+                                                                       module, argv, shown):
+    import importlib
+
+    monkeypatch.chdir(project_root)
+    rc = importlib.import_module(module).main(argv)
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert shown in out.out
+    with pytest.raises(SystemExit) as stray:  # a real unknown flag is still refused
+        importlib.import_module(module).main([*argv, "--no-such-flag"])
+    assert stray.value.code == 2 and "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+
+
+def test_readme_override_errors_are_real(project_root, tmp_path):
+    from train.recipe import TrainRecipe
+
+    readme = (project_root / "README.md").read_text(encoding="utf-8")
+    with pytest.raises(ConfigError) as over:
+        load_config(project_root / "configs/train/demo.yaml", TrainRecipe, ["trainer.learnig_rate=1e-4"])
+    assert f"`error: {over.value}`" in readme
+    (tmp_path / "train").mkdir()
+    text = (project_root / "configs/train/demo.yaml").read_text().replace("learning_rate:", "learnig_rate:")
+    (tmp_path / "train" / "demo.yaml").write_text(text)
+    with pytest.raises(ConfigError) as yaml_err:
+        load_config(tmp_path / "train" / "demo.yaml", TrainRecipe)
+    line = "unknown key 'trainer.learnig_rate' (did you mean 'learning_rate'?)"
+    assert line in str(yaml_err.value) and f"`{line}`" in readme
+    assert "did you mean 'lr'" not in readme and "runs/<name>/doctrine/" not in readme
