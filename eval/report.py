@@ -99,6 +99,13 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
                 per = [k["kind_correct"] for k in entry["by_kind"][arm].values() if "kind_correct" in k]
                 if per:
                     entry["arms"][arm]["balanced_acc"] = sum(per) / len(per)
+                # Confusion: labelled decision -> the form of the reply (eval.workloads.held_out.reply_form)
+                conf: dict[str, dict[str, int]] = {}
+                for m in rows:
+                    lab, got = str(m.get("label_kind")), str(m.get("reply_form", m.get("pred_kind")))
+                    conf.setdefault(lab, {}).setdefault(got, 0)
+                    conf[lab][got] += 1
+                entry.setdefault("confusion", {})[arm] = conf
         if wl in SESSION_WORKLOADS:
             entry["series"] = _series(arms)
         out["workloads"][wl] = entry
@@ -199,6 +206,18 @@ def _columns(wl: str, arms: dict[str, dict[str, Any]]) -> list[str]:
         return COLUMNS[wl]
     keys = sorted({k for r in arms.values() for k, v in r.items() if isinstance(v, (int, float))} - {"cases"})
     return ["cases"] + keys
+
+
+REPLY_FORMS = ["compress", "recover", "act", "decline", "final", "malformed", "invalid"]
+
+
+def confusion_table(conf: dict[str, dict[str, int]]) -> list[list[str]]:
+    forms = [f for f in REPLY_FORMS if any(f in row for row in conf.values())]
+    forms += sorted({f for row in conf.values() for f in row} - set(forms))
+    t = [["label \\ reply"] + forms]
+    for lab in sorted(conf):
+        t.append([lab] + [str(conf[lab].get(f, 0)) for f in forms])
+    return t
 
 
 def paired_tables(summary: dict[str, Any]) -> dict[str, list[list[str]]]:
@@ -384,6 +403,11 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
             kt = _table(kinds, HELD_OUT_COLS, "kind")
             md += [f"### {wl} / {arm}, by kind", "", _md(kt), ""]
             parts_html += [f"<h3>{html.escape(arm)}, by kind</h3>", _html_table(kt)]
+            conf = entry.get("confusion", {}).get(arm)
+            if conf:
+                ct = confusion_table(conf)
+                md += [f"Replies by labelled decision ({arm}; columns: what the reply did):", "", _md(ct), ""]
+                parts_html += [f"<p>Replies by labelled decision ({html.escape(arm)})</p>", _html_table(ct)]
     for name, data in pngs.items():
         md += [f"![{name}]({name})", ""]
         parts_html.append(f'<p><img alt="{name}" src="data:image/png;base64,{base64.b64encode(data).decode()}"></p>')

@@ -84,3 +84,7 @@ def test_report_carries_intervals_and_pairs(policy_reports):
     assert set(pair) == {"diff", "ci95", "n"} and pair["n"] == 6
     assert "distilled_vs_doctrine" in data["paired"]["scripted"]
     assert "### held_out: paired comparisons" in md and "95% interval" in md
+    conf = data["workloads"]["held_out"]["confusion"]["distilled"]
+    assert sum(n for row in conf.values() for n in row.values()) == 6
+    assert set(conf["compress"]) <= {"decline", "final"}  # never_compress never compresses
+    assert "Replies by labelled decision" in md
