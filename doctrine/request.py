@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from doctrine.kernel.chat import to_chat
-from doctrine.kernel.host import ModelView, render_for_model
+from doctrine.kernel.host import HostConfig, ModelView, render_for_model
 from doctrine.kernel.messages import Message
 from doctrine.kernel.pipeline import process_turn
 from doctrine.kernel.profile import ServingProfile
@@ -82,7 +82,6 @@ class Request:
     sent_tokens: int  # the request as finally sent (after truncation, with the nudge)
     window: int
     nudge_text: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def overflow(self) -> bool:
@@ -121,8 +120,6 @@ def render_request(frame: RequestFrame, flat: list[Message], state: CompressionS
     return Request(msgs, [dict(t) for t in frame.tools], view, tc, sent, p.window, nudge)
 
 
-def _no_nudge(p: ServingProfile):
-    from doctrine.kernel.host import HostConfig
-
+def _no_nudge(p: ServingProfile) -> HostConfig:
     h = p.host_config
     return HostConfig(summaries=h.summaries, tags=h.tags, nudge="none")
