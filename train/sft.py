@@ -168,7 +168,9 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
         losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
         metrics = {
             "global_step": trainer.state.global_step,
-            "train_loss": result.training_loss,
+            # The whole run's mean: log_history is restored on --resume, while the trainer's own
+            # training_loss averages only the steps of this process.
+            "train_loss": sum(losses) / len(losses) if losses else result.training_loss,
             "losses": losses,
             "train_runtime_s": result.metrics.get("train_runtime"),
             "world_size": state.num_processes,

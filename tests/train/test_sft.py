@@ -79,6 +79,10 @@ def test_killed_run_resumes_to_planned_steps_with_matching_loss(project_root, sf
     # Steps 4-6 of the resumed run see the same batches, RNG and optimizer state.
     for a, b in zip(resumed["losses"][-3:], straight["losses"][-3:], strict=True):
         assert a == pytest.approx(b, rel=1e-3, abs=1e-4)
+    # train_loss is the mean over every logged step of the run, the resumed one included.
+    assert len(resumed["losses"]) == len(straight["losses"]) == 6
+    assert resumed["train_loss"] == pytest.approx(sum(resumed["losses"]) / 6)
+    assert resumed["train_loss"] == pytest.approx(straight["train_loss"], rel=1e-3, abs=1e-4)
 
 
 def test_missing_data_stage_is_a_clear_error(project_root, tmp_path):
