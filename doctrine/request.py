@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from doctrine.kernel.chat import to_chat
-from doctrine.kernel.host import HostConfig, ModelView, render_for_model
+from doctrine.kernel.host import ModelView, render_for_model
 from doctrine.kernel.messages import Message
 from doctrine.kernel.pipeline import process_turn
 from doctrine.kernel.profile import ServingProfile
@@ -109,9 +109,9 @@ def render_request(frame: RequestFrame, flat: list[Message], state: CompressionS
     ``token_count`` overrides the host's own estimate (a logged session replays the size
     its host recorded)."""
     p = frame.profile
-    host = p.host_config if frame.compress_tool else _no_nudge(p)
     tc = _sized(frame, flat, state) if token_count is None else token_count
-    view = render_for_model(flat, state, p.kernel, tc, host, frame.nudge_text if frame.compress_tool else None,
+    # No nudge renderer in the frame (engine layout, or nudge style "none"): no nudge is shown.
+    view = render_for_model(flat, state, p.kernel, tc, p.host_config, frame.nudge_text,
                             count_tokens=p.count_tokens)
     chat = to_chat(view.messages)
     msgs = ([{"role": "system", "content": frame.system}] if frame.system else []) + chat
@@ -119,7 +119,3 @@ def render_request(frame: RequestFrame, flat: list[Message], state: CompressionS
     nudge = view.messages[-1].text if view.nudge_shown else ""
     return Request(msgs, [dict(t) for t in frame.tools], view, tc, sent, p.window, nudge)
 
-
-def _no_nudge(p: ServingProfile) -> HostConfig:
-    h = p.host_config
-    return HostConfig(summaries=h.summaries, tags=h.tags, nudge="none")

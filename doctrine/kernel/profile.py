@@ -55,11 +55,11 @@ from typing import Any
 
 from doctrine.kernel.config import KernelConfig, apply_overrides
 from doctrine.kernel.host import HostConfig
+from doctrine.kernel.tokens import default_count_tokens
 
 PRESETS = ("reference", "default", "aggressive")
 PROMPT_MODES = ("doctrine", "distilled")
 NUDGE_STYLES = ("list", "none")  # doctrine.render.NUDGE_STYLES
-COUNTERS = ("acp-default",)
 REFERENCE_WINDOW = 200_000
 
 
@@ -138,7 +138,7 @@ class ServingProfile:
     def variant(self) -> HostVariant:
         return HOSTS[self.host]
 
-    @property
+    @cached_property
     def host_config(self) -> HostConfig:
         return self.variant.host_config(self.nudge_style)
 
@@ -166,17 +166,15 @@ class ServingProfile:
                 "prompt_mode": self.prompt_mode, "nudge_style": self.nudge_style,
                 "sha256": self.sha256, "resolved": self.to_dict()}
 
-    def count_tokens(self, text: str) -> int:
-        """The kernel's counter (``kernel_counter``)."""
-        from doctrine.kernel.tokens import default_count_tokens
+    @property
+    def count_tokens(self):
+        """The kernel's counter (``kernel_counter``: acp-kernel's default estimator)."""
+        return default_count_tokens
 
-        return default_count_tokens(text)
-
-    def count_usage(self, text: str) -> int:
-        """The host's fill counter (``usage_counter``) over request text."""
-        from doctrine.kernel.tokens import default_count_tokens
-
-        return default_count_tokens(text)
+    @property
+    def count_usage(self):
+        """The host's fill counter over request text (``usage_counter``: the same estimator)."""
+        return default_count_tokens
 
 
 def resolve_profile(window: int, preset: str = "default", host: str = "proxy", *,

@@ -19,10 +19,14 @@ SUMMARY_HEADER = "[Compressed conversation section]"
 
 def summary_text(block: Block) -> str:
     """The rendered body of a block's summary message."""
+    return _summary_text(block.topic, block.summary)
+
+
+def _summary_text(topic: str | None, summary: str) -> str:
     text = SUMMARY_HEADER
-    if block.topic:
-        text += " — " + block.topic
-    body = block.summary.strip()
+    if topic:
+        text += " — " + topic
+    body = summary.strip()
     if body:
         text += "\n" + body
     return text
@@ -45,8 +49,8 @@ def summary_message(block: Block) -> Message:
 def _summary_message(block_id: str, topic: str | None, summary: str) -> Message:
     # The kernel never mutates a message it emits (stages build new ones), so one object
     # can stand in every turn's view.
-    b = Block(block_id=block_id, run_id="", tier=1, summary=summary, topic=topic)
-    return Message(id=SUMMARY_ID_PREFIX + block_id, role="system", content_type="text", text=summary_text(b))
+    return Message(id=SUMMARY_ID_PREFIX + block_id, role="system", content_type="text",
+                   text=_summary_text(topic, summary))
 
 
 def first_user_index(messages: list[Message]) -> int | None:
