@@ -11,7 +11,8 @@ from .drop import DropViolation, find_drop_violations
 from .extract import extract_keep_items
 from .extract import source_messages as _source_messages
 from .items import CLASSES, KeepItem
-from .match import Summary, item_kept
+from .match import Summary, item_credit
+from .usability import UsabilityReport, check_usability
 from .settings import default_doctrine, settings_for
 
 __all__ = ["ClassResult", "ConformanceReport", "check_summary"]
@@ -55,11 +56,13 @@ class ConformanceReport:
     drop_share: float = 0.0
     source_tokens: int = 0
     summary_tokens: int = 0
+    usability: UsabilityReport = field(default_factory=UsabilityReport)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["classes"] = {k: asdict(v) for k, v in self.classes.items()}
         d["drop_violations"] = [v.to_dict() for v in self.drop_violations]
+        d["usability"] = self.usability.to_dict()
         return d
 
 
@@ -145,20 +148,25 @@ def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine
     num = den = 0.0
     below: list[str] = []
     mw = settings.matching
+    full_items = settings.full_weight_items
     for name in CLASSES:
         cs = settings.classes[name]
         found = items.get(name, [])
-        kept = [it for it in found if item_kept(it, prepared, decision_window=mw["decision_window_chars"],
-                                                counts_window=mw["counts_window_chars"])]
-        kept_items += kept
+        credits = [item_credit(it, prepared, decision_window=mw["decision_window_chars"],
+                               counts_window=mw["counts_window_chars"], full_share=mw["full_credit_share"])
+                   for it in found]
+        kept = [it for it, cr in zip(found, credits, strict=True) if cr >= 0.999]
+        kept_items += [it for it, cr in zip(found, credits, strict=True) if cr > 0]
         total = sum(it.salience for it in found)
-        recall = round(sum(it.salience for it in kept) / total, 4) if total else 1.0
+        recall = round(sum(it.salience * cr for it, cr in zip(found, credits, strict=True)) / total, 4) if total else 1.0
         need = round(cs.min_recall * tier_cfg["min_recall_factor"], 4)
-        missed = [it.text for it in found if it not in kept]
-        classes[name] = ClassResult(len(found), len(kept), recall, missed, need, cs.weight, bool(found))
+        missed = [it.text for it, cr in zip(found, credits, strict=True) if cr < 0.999]
+        # A class weighs by how many items it has, up to full_weight_items: one item is one item.
+        weight = cs.weight * min(1.0, len(found) / full_items) if full_items else cs.weight
+        classes[name] = ClassResult(len(found), len(kept), recall, missed, need, round(weight, 4), bool(found))
         if found:
-            num += cs.weight * recall
-            den += cs.weight
+            num += weight * recall
+            den += weight
             if recall < need:
                 below.append(name)
                 reasons.append(f"{name}: recall {recall:.2f} under the minimum {need:.2f} "
@@ -166,6 +174,26 @@ def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine
     recall_score = num / den if den else 1.0
     if not den:
         reasons.append("no KEEP candidates in the source: the score reflects only limits and DROP checks")
+
+    u = settings.usability
+    all_items = [it for v in items.values() for it in v]
+    usable = check_usability(summary, [m.text for m in msgs], all_items)
+    unusable = False
+    if usable.share > u["max_unusable_share"]:
+        unusable = True
+        reasons.append(f"{usable.share:.0%} of the summary's lines are fragments or repeats a reader cannot use "
+                       f"(over {u['max_unusable_share']:.0%}), e.g. {(usable.fragments + usable.duplicates)[0][:60]!r}")
+    if usable.invented_numbers:
+        unusable = True
+        reasons.append(f"number(s) not in the source: {', '.join(usable.invented_numbers[:5])}")
+    if usable.altered_values:
+        unusable = True
+        reasons.append(f"value(s) altered from the source: {'; '.join(usable.altered_values[:3])}")
+    if usable.stale_values:
+        unusable = True
+        reasons.append(f"superseded value(s) given as current: {'; '.join(usable.stale_values[:3])}")
+    n_wrong = len(usable.invented_numbers) + len(usable.altered_values) + len(usable.stale_values)
+    usability_factor = max(0.0, 1.0 - u["penalty"] * usable.share) * (u["wrong_value_factor"] ** min(n_wrong, 3))
 
     d = settings.drop
     # Tool output must not be pasted; at tier 2/3 neither may the source summaries be.
@@ -194,13 +222,13 @@ def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine
 
     drop_factor = max(0.0, 1.0 - d["penalty"] * share)
     limit_factor = settings.limit_violation_factor ** len(limits["violations"])
-    score = round(recall_score * drop_factor * limit_factor, 4)
+    score = round(recall_score * drop_factor * limit_factor * usability_factor, 4)
     if score < tier_cfg["pass_score"]:
         reasons.append(f"score {score:.2f} under the tier-{tier} pass score {tier_cfg['pass_score']:.2f}")
     passed = (score >= tier_cfg["pass_score"] and not below and not limits["violations"]
-              and share <= d["max_share"])
+              and share <= d["max_share"] and not unusable)
     return ConformanceReport(
         score=score, passed=passed, classes=classes, drop_violations=violations, limits=limits,
         compression_ratio=ratio, reasons=reasons, tier=tier, doctrine_version=version,
         doctrine_sha256=str(getattr(doctrine, "sha256", "")),
-        drop_share=share, source_tokens=source_tokens, summary_tokens=summary_tokens)
+        drop_share=share, source_tokens=source_tokens, summary_tokens=summary_tokens, usability=usable)

@@ -54,7 +54,7 @@ _FLAG = re.compile(r"(?<![\w-])--(?P<key>[a-z][\w-]+)=(?P<value>[^\s'\";,]+)")
 _KWARG = re.compile(
     r"(?<![\w.])(?P<key>(?:[a-z_][a-z0-9_]*)?(?:timeout|limit|max|min|retries|retry|size|threshold|ttl|port|"
     r"interval|delay|workers|count|rate|level|version|depth|batch|window|capacity)[a-z0-9_]*)"
-    r"\s*(?P<sep>[=:])\s*(?P<value>-?\d+(?:\.\d+)?(?:[a-zA-Z%]+)?|True|False|true|false|None|null|\"[^\"\n]{1,40}\"|'[^'\n]{1,40}')",
+    r"\s*(?P<sep>[=:])\s*(?P<value>-?\d+(?:_\d{3})*(?:\.\d+)?(?:[a-zA-Z%]+)?|True|False|true|false|None|null|\"[^\"\n]{1,40}\"|'[^'\n]{1,40}')",
     re.I,
 )
 _CFG_LINE = re.compile(
@@ -187,7 +187,8 @@ def scan_edit(args: dict, msg: str, c: Collector) -> list[str]:
               S_EDIT_LOCATION, path=path, line=args["insert_line"])
     changed_text = "\n".join(changed)
     scan_values(changed_text, msg, c, base=0.7, config_file=_is_config(path), config_salience=S_CONFIG_EDIT)
-    _todos(changed_text, msg, c, S_TODO_EDIT)
+    # A TODO the agent writes is usually a comment line, which is not load-bearing code.
+    _todos("\n".join(ln for ln in new.split("\n") if norm(ln) not in old_lines), msg, c, S_TODO_EDIT)
     return changed
 
 

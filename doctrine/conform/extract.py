@@ -10,7 +10,7 @@ from .items import Collector, KeepItem
 from .messages import SourceMessage, normalise_messages
 from .outputs import S_COUNTS, S_FINAL_COUNTS, scan_tool_output
 from .patterns import find_path_lines
-from .prose import S_QUESTION, scan_assistant_prose, scan_user_text, unanswered
+from .prose import S_QUESTION, resolve_question, scan_assistant_prose, scan_user_text, unanswered
 from .settings import ConformanceSettings, settings_for
 
 __all__ = ["extract_keep_items", "source_messages"]
@@ -119,8 +119,12 @@ def extract_keep_items(messages: Any, *, doctrine: Any = None,
         c.add("exact_values", "test_counts", text, key, S_FINAL_COUNTS if n == len(counts) - 1 else S_COUNTS,
               counts=pairs, runner=kind)
     for idx, q, key in questions:
-        later = [m.text for m in msgs if m.index > idx and m.role == "assistant" and m.kind == "text"]
-        if unanswered(q, later):
+        later = [m for m in msgs if m.index > idx and m.kind == "text" and m.role in ("assistant", "user")]
+        reply = next((m for m in later if m.role == "assistant"), None)
+        approval = next((m.text for m in later if m.role == "user" and reply and m.index > reply.index), None)
+        if reply is not None and resolve_question(q, reply.text, approval, reply.key, c):
+            continue
+        if unanswered(q, [m.text for m in later if m.role == "assistant"]):
             c.add("open_questions", "question", q, key, S_QUESTION)
     _refs_items(msgs, c)
     return c.ranked(settings.caps, settings.min_salience)

@@ -35,10 +35,14 @@ from functools import cached_property
 
 from .items import KeepItem
 from .messages import REF_RE
-from .patterns import PATH, find_path_lines, norm, path_suffix_match
+from .patterns import PATH, find_path_lines, norm, norm_path, path_suffix_match
 from .prose import RATIONALE_RE
+from .terms import _unit_keys, best_share, norm_number, stem, summary_units, terms
 
-__all__ = ["Summary", "item_kept"]
+__all__ = ["Summary", "item_credit", "item_kept"]
+
+SIGNATURE_NAME = re.compile(
+    r"\b(?:def|class|function\*?|interface|type|enum|struct|trait|fn|func|const|let)\s+(?P<name>[A-Za-z_$][\w$]*)")
 
 _TRAIL = ".,;: "
 _RANGE = re.compile(PATH.replace("((", "(?P<path>(", 1) + r":(?P<a>\d+)-(?P<b>\d+)")
@@ -75,6 +79,17 @@ class Summary:
     @cached_property
     def blocks(self) -> set[str]:
         return {f"b{int(g)}" for g in _BLOCK.findall(self.text)}
+
+    @cached_property
+    def units(self) -> list[set[str]]:
+        return summary_units(self.raw)
+
+    @cached_property
+    def unit_texts(self) -> list[tuple[str, set[str]]]:
+        """Each line of the summary, then each two adjacent lines, with their term keys."""
+        lines = [ln for ln in self.raw.split("\n") if ln.strip()]
+        texts = lines + [lines[i] + "\n" + lines[i + 1] for i in range(len(lines) - 1)]
+        return [(t, _unit_keys(t)) for t in texts]
 
 
 def _strip(s: str, code: bool) -> str:
@@ -115,49 +130,144 @@ def _pairs_in_window(summary: Summary, pairs: list[str], window: int) -> bool:
     return any(all(any(abs(q - p0) <= window for q in ps) for ps in hits[1:]) for p0 in hits[0])
 
 
-def _decision_kept(summary: Summary, terms: list[str], window: int) -> bool:
-    if len(terms) < 1:
-        return False
-    need = max(2, math.ceil(2 * len(terms) / 3)) if len(terms) >= 2 else 1
-    low = summary.lower
-    first = terms[0].lower()
-    for m in re.finditer(re.escape(first), low):
-        lo, hi = max(0, m.start() - window), m.end() + window
-        span = low[lo:hi]
-        if not RATIONALE_RE.search(span):
+def _decision_credit(summary: Summary, f: dict, window: int, full: float) -> float:
+    """The decision's terms and its reason in one place of the summary (a line, or two).
+
+    The reason counts when a rationale marker (because, since, so that...) is there, or
+    when enough of the source's own reason survives in other words.
+    """
+    dterms = {k: 1.0 for k in (next(iter(terms(x)), x.lower()) for x in f["terms"])}
+    reason = {k: w for k, w in terms(f.get("reason", "")).items() if k not in dterms}
+    best = 0.0
+    for text, keys in summary.unit_texts:
+        share = sum(1 for t in dterms if t in keys) / max(1, len(dterms))
+        if share == 0:
             continue
-        if sum(1 for t in terms if t.lower() in span) >= need:
-            return True
-    return False
+        # The reason must sit on a line that names the decision, not merely next to it.
+        has_reason = False
+        for line in text.split("\n"):
+            lk = _unit_keys(line)
+            if any(t in lk for t in dterms) and (
+                    RATIONALE_RE.search(line) or (reason and best_share(reason, [lk]) >= 0.4)):
+                has_reason = True
+                break
+        best = max(best, min(1.0, share / 0.67) * (1.0 if has_reason else 0.4))
+    return round(best, 4)
 
 
-def item_kept(item: KeepItem, summary: Summary, *, decision_window: int = 240,
-              counts_window: int = 80) -> bool:
-    """True if ``summary`` keeps ``item`` under the rule for its kind (module docstring)."""
+def _word_credit(needle: str, summary: Summary, full: float) -> float:
+    """Share of ``needle``'s load-bearing terms one summary unit keeps, full credit at ``full``.
+
+    When the item names code (a path, an identifier) and the summary keeps none of those
+    names, at most half of it is kept: the words around a name do not replace it.
+    """
+    t = terms(needle)
+    if not t:
+        return 0.0
+    credit = min(1.0, best_share(t, summary.units) / full)
+    code = [k for k, w in t.items() if w > 1]
+    if code and not any(best_share({k: 1.0}, summary.units) for k in code):
+        credit = min(credit, 0.5)
+    return credit
+
+
+_EXC_HEAD = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*|TS\d+|npm ERR!|fatal|error|ERROR|FATAL)\s*:\s*(?P<msg>.*)$")
+
+
+_EXC_TYPE = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault|Timeout|Refused|Invalid\w*|"
+                       r"Iteration)$|^TS\d+$|^[a-z_]+(?:\.[a-z_]+)*\.[A-Z]\w+$")
+
+
+def _error_credit(item: KeepItem, summary: Summary, full: float) -> float:
+    needle = item.fields.get("needle", item.text)
+    if _contains(summary, _error_prefix(needle), code=False, case=True):
+        return 1.0
+    if item.kind == "test_id":
+        if " › " in needle:  # a jest test: its name is words
+            return _word_credit(needle.split(" › ", 1)[-1], summary, full)
+        # A pytest id: the test function's name carries it; the file around it may change.
+        name = re.split(r"::", needle)[-1].strip()
+        return 1.0 if name and name in summary.text else 0.0
+    m = _EXC_HEAD.match(_strip(needle, False))
+    if m and _EXC_TYPE.search(m.group("type")):
+        kind = m.group("type").rsplit(".", 1)[-1]
+        has_type = re.search(r"(?<![\w])" + re.escape(kind) + r"(?![\w])", summary.text) is not None
+        rest = _word_credit(m.group("msg"), summary, full) if m.group("msg").strip() else 1.0
+        return round(0.5 * has_type + 0.5 * rest, 4) if has_type else round(0.4 * rest, 4)
+    return _word_credit(needle, summary, full)
+
+
+def _setting_credit(f: dict, summary: Summary) -> float:
+    key, value = f["key"], norm_number(f["value"])
+    for m in re.finditer(r"(?<![\w-])" + re.escape(key) + r"(?![\w-])", summary.text):
+        tail = summary.text[m.end():m.end() + 40].split("\n", 1)[0]
+        tail = norm_number(tail)
+        if re.search(r"^[^\n]{0,24}?(?<![\w.])" + re.escape(value) + r"(?![\w]|\.\w)", tail):
+            return 1.0
+    # The value with no key keeps half of it (``5000 records`` for BATCH_SIZE=5000).
+    if re.fullmatch(r"-?[\d.]+\w*", value) and len(value) >= 2 and re.search(
+            r"(?<![\w.])" + re.escape(value) + r"(?![\w]|\.\d)", norm_number(summary.text)):
+        return 0.5
+    return 0.0
+
+
+def _code_credit(item: KeepItem, summary: Summary, full: float) -> float:
+    needle = item.fields.get("needle", item.text)
+    if _contains(summary, needle, code=True, case=True):
+        return 1.0
+    m = SIGNATURE_NAME.search(needle)
+    if m:
+        # A signature is kept when its name is, the more of the rest the better.
+        name = m.group("name")
+        if re.search(r"(?<![\w$])" + re.escape(name) + r"(?![\w$])", summary.text) is None:
+            return 0.0
+        return round(0.75 + 0.25 * _word_credit(needle, summary, full), 4)
+    return _word_credit(needle, summary, 0.8)
+
+
+def item_credit(item: KeepItem, summary: Summary, *, decision_window: int = 240,
+                counts_window: int = 80, full_share: float = 0.6) -> float:
+    """How much of ``item`` the summary keeps, in [0, 1] (rules in the module docstring)."""
     f = item.fields
     kind = item.kind
     if "path" in f and "line" in f:
-        return any(ln == f["line"] and path_suffix_match(p, f["path"]) for p, ln in summary.path_lines)
+        if any(ln == f["line"] and path_suffix_match(p, f["path"]) for p, ln in summary.path_lines):
+            return 1.0
+        name = norm_path(f["path"]).rsplit("/", 1)[-1]
+        return 0.5 if name and re.search(r"(?<![\w.-])" + re.escape(name) + r"(?![\w])", summary.text) else 0.0
     if kind == "version":
-        return re.search(_number_re(f["version"]) + r"(?![\w]|\.\d)", summary.text) is not None
+        return float(re.search(_number_re(f["version"]) + r"(?![\w]|\.\d)", summary.text) is not None)
     if kind == "unit_value":
-        pat = _number_re(f["number"]) + r"\s?" + re.escape(f["unit"]) + r"(?![\w])"
-        return re.search(pat, summary.text) is not None
+        num = _number_re(f["number"])
+        if re.search(num + r"\s?" + re.escape(f["unit"][:1]), summary.text, re.I):
+            return 1.0
+        return 0.5 if re.search(num + r"(?![\w.])", summary.text) else 0.0
     if kind == "setting":
-        pat = (r"(?<![\w-])" + re.escape(f["key"]) + r"(?![\w-])[^\n]{0,24}?"
-               + r"(?<![\w.])" + re.escape(f["value"]) + r"(?![\w]|\.\w)")
-        return re.search(pat, summary.text) is not None
+        return _setting_credit(f, summary)
     if kind == "test_counts":
-        return _pairs_in_window(summary, f["counts"], counts_window)
+        if _pairs_in_window(summary, f["counts"], counts_window):
+            return 1.0
+        got = sum(1 for p in f["counts"] if re.search(_number_re(p.split()[0]) + r"\s" + re.escape(p.split()[1]),
+                                                     summary.text))
+        return round(got / len(f["counts"]), 4) if f["counts"] else 0.0
     if kind == "decision":
-        return _decision_kept(summary, f["terms"], decision_window)
+        return _decision_credit(summary, f, decision_window, full_share)
     if kind in ("ref_first", "ref_last", "ref_any"):
-        return bool(summary.refs & set(f["refs"]))
+        return float(bool(summary.refs & set(f["refs"])))
     if kind == "block_ref":
-        return bool(summary.blocks & set(f["refs"]))
-    needle = f.get("needle", item.text)
+        return float(bool(summary.blocks & set(f["refs"])))
+    if kind == "hash":
+        return float(f["needle"][:7] in summary.text)
     if item.cls == "error_strings":
-        return _contains(summary, _error_prefix(needle), code=False, case=True)
+        return _error_credit(item, summary, full_share)
     if item.cls in ("user_intent", "open_questions"):
-        return _contains(summary, needle, code=False, case=False)
-    return _contains(summary, needle, code=item.cls == "signatures", case=True)
+        needle = f.get("needle", item.text)
+        if _contains(summary, needle, code=False, case=False):
+            return 1.0
+        return round(_word_credit(needle, summary, full_share), 4)
+    return _code_credit(item, summary, full_share)
+
+
+def item_kept(item: KeepItem, summary: Summary, **kw) -> bool:
+    """True if ``summary`` keeps ``item`` whole (:func:`item_credit` of 1)."""
+    return item_credit(item, summary, **kw) >= 0.999

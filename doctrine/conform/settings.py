@@ -45,6 +45,8 @@ class ConformanceSettings:
     ratio: dict[str, float]
     matching: dict[str, int]
     limit_violation_factor: float
+    usability: dict[str, float] = field(default_factory=dict)
+    full_weight_items: int = 1
     limits: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -76,10 +78,11 @@ def _obj(obj: dict, key: str, where: str) -> dict:
 
 _KEYS = {
     "": {"format", "description", "classes", "min_salience", "tiers", "drop", "compression_ratio", "matching",
-         "limit_violation_factor"},
+         "limit_violation_factor", "usability", "full_weight_items"},
     "drop": {"min_run_chars", "min_run_lines", "kgram_chars", "repeat_min", "max_share", "penalty", "report_chars"},
     "compression_ratio": {"min", "min_source_tokens"},
-    "matching": {"decision_window_chars", "counts_window_chars"},
+    "matching": {"decision_window_chars", "counts_window_chars", "full_credit_share"},
+    "usability": {"max_unusable_share", "penalty", "wrong_value_factor"},
 }
 
 
@@ -95,7 +98,7 @@ def parse_settings(data: Any, path: str, limits: dict | None = None) -> Conforma
     if not isinstance(data, dict) or not data:
         raise ConformanceConfigError(f"{path}: missing or empty; the checker reads every threshold from it")
     _no_unknown(data, _KEYS[""], path)
-    for section in ("drop", "compression_ratio", "matching"):
+    for section in ("drop", "compression_ratio", "matching", "usability"):
         if isinstance(data.get(section), dict):
             _no_unknown(data[section], _KEYS[section], f"{path}: {section}")
     if data.get("format") != FORMAT:
@@ -133,6 +136,14 @@ def parse_settings(data: Any, path: str, limits: dict | None = None) -> Conforma
     matching = _obj(data, "matching", path)
     for k in ("decision_window_chars", "counts_window_chars"):
         _num(matching, k, f"{path}: matching", 1)
+    _num(matching, "full_credit_share", f"{path}: matching", 0.05, 1)
+    usability = _obj(data, "usability", path)
+    _num(usability, "max_unusable_share", f"{path}: usability", 0, 1)
+    _num(usability, "penalty", f"{path}: usability", 0)
+    _num(usability, "wrong_value_factor", f"{path}: usability", 0, 1)
+    full_items = data.get("full_weight_items")
+    if isinstance(full_items, bool) or not isinstance(full_items, int) or full_items < 1:
+        raise ConformanceConfigError(f"{path}: full_weight_items: expected a positive integer")
     return ConformanceSettings(
         path=path,
         classes=classes,
@@ -140,7 +151,9 @@ def parse_settings(data: Any, path: str, limits: dict | None = None) -> Conforma
         tiers={k: dict(v) for k, v in tiers.items()},
         drop=dict(drop),
         ratio=dict(ratio),
-        matching={k: int(v) for k, v in matching.items()},
+        matching={k: (float(v) if k == "full_credit_share" else int(v)) for k, v in matching.items()},
+        usability=dict(usability),
+        full_weight_items=full_items,
         limit_violation_factor=_num(data, "limit_violation_factor", path, 0, 1),
         limits=dict(limits or {}),
     )

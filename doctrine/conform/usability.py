@@ -1,0 +1,174 @@
+"""What a reader cannot use: fragment lines, duplicated lines, invented and altered values.
+
+Each summary line is read on its own (headings, ``Source:`` headers and lines that only cite
+refs are skipped):
+
+* **fragment**: fewer than three prose words once the line's anchors are taken out, and
+  fewer than two anchors. Anchors are what carry a fact: a path (with or without a line),
+  ``line N``, a backticked code span, an error type, a ``key=value`` / ``key: value`` pair, a
+  version, a number, a test count. ``* 2.18.5``, ``* private: true``, ``* 512Mi`` and a bare
+  ``path:12`` are fragments; ``src/a.py:12 `x = 1``` (a place and its content) is not.
+* **duplicate**: a line (8+ characters) that already occurred in the summary.
+* **invented number**: a number of two or more digits (or with a decimal point) that
+  appears nowhere in the source, after digit separators are removed (``60_000`` = ``60000``).
+  Refs, block ids and ``Source:`` header figures are not counted.
+* **altered value**: a setting of the source (``KEY=value``, ``key: value``) written in the
+  summary with a number that the source never gave that key (``CACHE_TTL_MS=60`` for
+  ``60_000``); **stale value**: a key the source changed, written only with an old value.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+from .items import KeepItem
+from .patterns import PATH, norm
+from .terms import norm_number
+
+__all__ = ["UsabilityReport", "check_usability"]
+
+_HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*:?\s*$|__[^_]+__\s*$)")
+_SOURCE = re.compile(r"^[\s>*_`#-]*(?:Source|Topic):?", re.I)
+_BULLET = re.compile(r"^\s*(?:[-*•+>]|\d+[.)])\s+")
+_REF = re.compile(r"(?<![\w])[mMbB]\d{1,9}(?:\s*[-–]\s*[mMbB]?\d{1,9})?(?![\w])")
+_CODE_SPAN = re.compile(r"`[^`\n]+`")
+_PATH_RE = re.compile(PATH + r"(?::\d+(?:[:-]\d+)?)?")
+_LINE_N = re.compile(r"\blines?\s+\d+\b", re.I)
+_ERR_TYPE = re.compile(r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)\b|\bTS\d{3,5}\b|\bOOMKilled\b")
+_PAIR = re.compile(r"(?<![\w-])[A-Za-z_][\w.-]*\s*(?:=|:)\s*[^\s,;]+")
+_NUMBER = re.compile(r"(?<![\w.])[-+^~]?\d+(?:[_,]\d{3})*(?:\.\d+)*(?:[A-Za-z%×]+)?(?![\w])")
+_TEST_COUNT = re.compile(r"\b\d+ (?:passed|failed|errors?|skipped|total)\b")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+_NUM_TOKEN = re.compile(r"(?<![\w.])\d+(?:[_,]\d{3})*(?:\.\d+)?(?![\d])")
+_HEADER_FIG = re.compile(r"\d+(?:\.\d+)?[Kk]?\s*(?:→|->)\s*\d+(?:\.\d+)?[Kk]?|\d+(?:\.\d+)?x\b")
+
+
+@dataclass
+class UsabilityReport:
+    """Per-line findings; ``share`` is the part of the content lines a reader cannot use."""
+
+    lines: int = 0
+    fragments: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+    invented_numbers: list[str] = field(default_factory=list)
+    altered_values: list[str] = field(default_factory=list)
+    stale_values: list[str] = field(default_factory=list)
+    share: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _anchors(line: str) -> tuple[int, str]:
+    """Number of anchor kinds in ``line`` and the line with them blanked out."""
+    kinds = 0
+    rest = line
+    for kind_re in (_CODE_SPAN, _PATH_RE, _LINE_N, _ERR_TYPE, _TEST_COUNT, _PAIR, _NUMBER):
+        found = kind_re.findall(rest)
+        if found:
+            # A test count is a whole statement ("12 passed"); two paths name two places.
+            kinds += 2 if kind_re is _TEST_COUNT else min(2, len(set(found))) if kind_re is _PATH_RE else 1
+            rest = kind_re.sub(" ", rest)
+    return kinds, rest
+
+
+def _content_lines(summary: str) -> list[str]:
+    out = []
+    first = True
+    for raw in summary.split("\n"):
+        line = raw.strip()
+        if not line:
+            continue
+        title, first = first and not _BULLET.match(line), False
+        if title or _HEADING.match(line) or _SOURCE.match(line):
+            continue
+        body = _BULLET.sub("", line).strip()
+        if not body:
+            continue
+        if not _REF.sub("", re.sub(r"\*\*[^*]+\*\*|[(),;:.\s]|refs?", " ", body, flags=re.I)).strip():
+            continue  # only refs ("m00012-m00020", "**Source refs** m1-m9")
+        if body.endswith(":") and len(_WORD.findall(body)) <= 8 and not _NUMBER.search(body):
+            continue  # a sub-heading ("Edits in src/a.py:")
+        out.append(body)
+    return out
+
+
+def _source_numbers(texts: list[str]) -> set[str]:
+    out: set[str] = set()
+    for t in texts:
+        for m in _NUM_TOKEN.finditer(t):
+            n = norm_number(m.group(0)).replace(",", "")
+            out.add(n)
+            if "." in n:
+                out.add(n.rstrip("0").rstrip("."))
+    return out
+
+
+def _setting_values(items: list[KeepItem], texts: list[str]) -> dict[str, list[str]]:
+    """Every value each setting key takes in the source, in order of appearance."""
+    keys = {it.fields["key"] for it in items if it.kind == "setting" and "key" in it.fields}
+    out: dict[str, list[str]] = {}
+    for k in keys:
+        pat = re.compile(r"(?<![\w-])" + re.escape(k) + r"(?![\w-])[^\n\d]{0,12}?(?P<v>-?\d+(?:[_,]\d{3})*(?:\.\d+)*)")
+        vals: list[str] = []
+        for t in texts:
+            for m in pat.finditer(t):
+                v = norm_number(m.group("v")).replace(",", "")
+                if v in vals:
+                    vals.remove(v)
+                vals.append(v)
+        if vals:
+            out[k] = vals
+    return out
+
+
+def check_usability(summary: str, source_texts: list[str], items: list[KeepItem]) -> UsabilityReport:
+    """The findings above for ``summary`` against its source texts and KEEP items."""
+    rep = UsabilityReport()
+    lines = _content_lines(summary)
+    rep.lines = len(lines)
+    seen: set[str] = set()
+    bad = 0
+    for body in lines:
+        key = norm(body).lower().rstrip(".")
+        if len(key) >= 8 and key in seen:
+            rep.duplicates.append(body)
+            bad += 1
+            continue
+        seen.add(key)
+        kinds, rest = _anchors(body)
+        words = [w for w in _WORD.findall(rest) if len(w) >= 2]
+        if len(words) < 3 and kinds < 2:
+            rep.fragments.append(body)
+            bad += 1
+    rep.share = round(bad / len(lines), 4) if lines else 0.0
+
+    known = _source_numbers(source_texts)
+    text = "\n".join(ln for ln in summary.split("\n") if not _SOURCE.match(ln))
+    text = _REF.sub(" ", _HEADER_FIG.sub(" ", text))
+    invented = []
+    for m in _NUM_TOKEN.finditer(text):
+        n = norm_number(m.group(0)).replace(",", "")
+        if len(n.replace(".", "")) < 2 and "." not in n:
+            continue
+        if n in known or n.rstrip("0").rstrip(".") in known:
+            continue
+        if re.fullmatch(r"(?:19|20)\d\d", n) and any(n in t for t in source_texts):
+            continue
+        if n not in invented:
+            invented.append(n)
+    rep.invented_numbers = invented
+
+    flat = _REF.sub(" ", norm_number(summary))
+    for k, vals in _setting_values(items, source_texts).items():
+        said: list[str] = []
+        for m in re.finditer(r"(?<![\w-])" + re.escape(k) + r"(?![\w-])[^\n\d]{0,12}?(?P<v>-?\d+(?:\.\d+)*)", flat):
+            said.append(m.group("v"))
+        wrong = [v for v in said if v not in vals]
+        if wrong:
+            rep.altered_values.append(f"{k}={wrong[0]} (source: {', '.join(vals)})")
+        elif said and len(vals) > 1 and vals[-1] not in said and not re.search(
+                r"(?<![\w.])" + re.escape(vals[-1]) + r"(?![\w]|\.\d)", flat):
+            rep.stale_values.append(f"{k}={said[0]} (now {vals[-1]})")
+    return rep
