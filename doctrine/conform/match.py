@@ -221,7 +221,8 @@ def _code_credit(item: KeepItem, summary: Summary, full: float) -> float:
         name = m.group("name")
         if re.search(r"(?<![\w$])" + re.escape(name) + r"(?![\w$])", summary.text) is None:
             return 0.0
-        return round(0.75 + 0.25 * _word_credit(needle, summary, full), 4)
+        t = terms(needle)
+        return round(0.75 + 0.25 * best_share(t, summary.units), 4) if t else 0.75
     return _word_credit(needle, summary, 0.8)
 
 
@@ -239,8 +240,10 @@ def item_credit(item: KeepItem, summary: Summary, *, decision_window: int = 240,
         return float(re.search(_number_re(f["version"]) + r"(?![\w]|\.\d)", summary.text) is not None)
     if kind == "unit_value":
         num = _number_re(f["number"])
-        if re.search(num + r"\s?" + re.escape(f["unit"][:1]), summary.text, re.I):
-            return 1.0
+        for m in re.finditer(num + r"\s?(?P<u>[^\W\d_]+|%)", summary.text):
+            u = m.group("u")
+            if u.startswith(f["unit"]) or f["unit"].startswith(u):  # 512Mi ~ 512 MiB, not 512 MB
+                return 1.0
         return 0.5 if re.search(num + r"(?![\w.])", summary.text) else 0.0
     if kind == "setting":
         return _setting_credit(f, summary)
@@ -249,7 +252,8 @@ def item_credit(item: KeepItem, summary: Summary, *, decision_window: int = 240,
             return 1.0
         got = sum(1 for p in f["counts"] if re.search(_number_re(p.split()[0]) + r"\s" + re.escape(p.split()[1]),
                                                      summary.text))
-        return round(got / len(f["counts"]), 4) if f["counts"] else 0.0
+        # Every count far apart, or some of them: part of the result line survives.
+        return round(0.75 * got / len(f["counts"]), 4) if f["counts"] else 0.0
     if kind == "decision":
         return _decision_credit(summary, f, decision_window, full_share)
     if kind in ("ref_first", "ref_last", "ref_any"):

@@ -87,11 +87,11 @@ _UNIT_SPLIT = re.compile(r"\n+|(?<=[.;!?])\s+(?=[A-Z(\"'`-])")
 
 
 def summary_units(summary: str) -> list[set[str]]:
-    """Term sets of the summary's lines (and sentences), then of each two adjacent ones."""
+    """Term sets of the summary's lines, and of the sentences within them: an item is kept
+    where one line says it, not by words gathered from all over the summary."""
+    lines = [ln for ln in summary.split("\n") if ln.strip()]
     parts = [p for p in _UNIT_SPLIT.split(summary) if p.strip()]
-    units = [_unit_keys(p) for p in parts]
-    pairs = [units[i] | units[i + 1] for i in range(len(units) - 1)]
-    return units + pairs
+    return [_unit_keys(p) for p in dict.fromkeys(lines + parts)]
 
 
 def best_share(item_terms: dict[str, float], units: list[set[str]]) -> float:

@@ -41,6 +41,7 @@ _NUMBER = re.compile(r"(?<![\w.])[-+^~]?\d+(?:[_,]\d{3})*(?:\.\d+)*(?:[A-Za-z%×
 _TEST_COUNT = re.compile(r"\b\d+ (?:passed|failed|errors?|skipped|total)\b")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 _NUM_TOKEN = re.compile(r"(?<![\w.])\d+(?:[_,]\d{3})*(?:\.\d+)?(?![\d])")
+_CONST = re.compile(r"(?<![\w.-])([A-Z][A-Z0-9]*_[A-Z0-9_]+)\s*[:=]\s*-?\d")
 _HEADER_FIG = re.compile(r"\d+(?:\.\d+)?[Kk]?\s*(?:→|->)\s*\d+(?:\.\d+)?[Kk]?|\d+(?:\.\d+)?x\b")
 
 
@@ -108,6 +109,8 @@ def _source_numbers(texts: list[str]) -> set[str]:
 def _setting_values(items: list[KeepItem], texts: list[str]) -> dict[str, list[str]]:
     """Every value each setting key takes in the source, in order of appearance."""
     keys = {it.fields["key"] for it in items if it.kind == "setting" and "key" in it.fields}
+    # Constants assigned a number anywhere in the source (PHRASE_BOOST = 2.5) are settings too.
+    keys |= {m.group(1) for t in texts for m in _CONST.finditer(t)}
     out: dict[str, list[str]] = {}
     for k in keys:
         pat = re.compile(r"(?<![\w-])" + re.escape(k) + r"(?![\w-])[^\n\d]{0,12}?(?P<v>-?\d+(?:[_,]\d{3})*(?:\.\d+)*)")

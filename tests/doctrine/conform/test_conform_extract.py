@@ -221,14 +221,18 @@ def test_items_carry_exact_source_text_and_their_message(load_source):
                     assert any(it.text in t for ts in by_key.values() for t in ts), (name, cls, it.text)
 
 
-def test_a_summary_of_all_item_texts_passes_by_construction(load_source):
+def test_a_list_of_all_item_texts_keeps_everything_but_fails_as_fragments(load_source):
+    """Every item kept verbatim, one per bullet: full recall, yet no reader can carry on
+    from a list of bare paths and values, so it fails on usability, never by construction."""
     for name in SESSIONS:
         msgs = load_source(name)
         items = extract_keep_items(msgs)
         summary = "\n".join(f"- {it.text}" for v in items.values() for it in v)
         report = check_summary(msgs, summary)
         assert all(r.recall == 1.0 for r in report.classes.values()), (name, report.reasons)
-        assert report.passed, (name, report.reasons)
+        assert report.usability.fragments, name
+        assert not report.passed, name
+        assert any("fragments" in r for r in report.reasons), (name, report.reasons)
 
 
 DIFF = """diff --git a/app/limits.py b/app/limits.py

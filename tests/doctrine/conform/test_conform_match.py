@@ -45,7 +45,10 @@ def test_error_strings_are_exact_but_may_drop_a_trailing_tail():
     item = KeepItem("error_strings", "exception", "KeyError: 'user_id'", "m1", 1.0)
     assert kept(item, "- failed with `KeyError: 'user_id'`.")
     assert kept(item, "- failed with KeyError: \u2018user_id\u2019")  # curly quotes normalised
-    assert not kept(item, "- failed with a KeyError on user_id")
+    # The error type and the key it names carry it; the words around them may change.
+    assert kept(item, "- failed with a KeyError on user_id")
+    assert not kept(item, "- failed with a KeyError")
+    assert not kept(item, "- the user_id lookup failed")
     assert not kept(item, "- failed with keyerror: 'user_id'")  # case matters for errors
     long = KeepItem("error_strings", "log_error",
                     "connection pool exhausted (max_connections=50), retrying in 250ms", "m1", 0.7)

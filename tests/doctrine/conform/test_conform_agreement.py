@@ -1,0 +1,99 @@
+"""The checker against hand-labelled verdicts (benchmarks/data/conform_agreement/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from doctrine.conform import check_summary, extract_keep_items
+from doctrine.conform.agreement import cohen_kappa, load_cases, score_cases
+
+CASES = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / "conform_agreement"
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return {c.id: c for c in load_cases(CASES)}
+
+
+@pytest.fixture(scope="module")
+def result(cases):
+    return score_cases(list(cases.values()))
+
+
+def test_the_set_is_big_and_varied_enough(cases):
+    assert len(cases) >= 40
+    styles = {c.style for c in cases.values()}
+    assert {"paraphrased", "copied", "fragments", "pasted", "altered_value", "missing"} <= styles
+    assert {c.tier for c in cases.values()} >= {1, 2, 3}
+    assert {c.verdict for c in cases.values()} == {"pass", "fail"}
+
+
+def test_agreement_with_the_readers(result):
+    assert result.agreement >= 0.9, [(r["id"], r["reasons"][:2]) for r in result.disagreements]
+
+
+def test_every_faithful_paraphrase_passes_and_every_fragment_or_paste_fails(result):
+    for r in result.rows:
+        if r["style"] == "paraphrased" and r["verdict"] == "pass":
+            assert r["checker"] == "pass", (r["id"], r["reasons"])
+        if r["style"] in ("fragments", "pasted"):
+            assert r["checker"] == "fail", r["id"]
+
+
+def _report(cases, cid):
+    c = cases[cid]
+    return check_summary(c.source, c.summary, tier=c.tier)
+
+
+def test_an_answered_question_is_a_decision_not_an_open_item(cases):
+    src = cases["design_choice/paraphrased"].source
+    items = extract_keep_items(src)
+    assert not [it for it in items["open_questions"] if it.kind == "question"]
+    decision = items["decisions"][0]
+    assert "Redis" in decision.text and decision.salience >= 0.95  # the user approved it
+    good = _report(cases, "design_choice/paraphrased")
+    assert good.passed and good.classes["decisions"].recall == 1.0
+    dropped = _report(cases, "design_choice/open_as_dropped")
+    assert not dropped.passed and dropped.classes["decisions"].recall < 0.5
+
+
+def test_a_todo_kept_in_other_words_counts(cases):
+    r = _report(cases, "todo_open/paraphrased")
+    assert r.passed, r.reasons
+    assert r.classes["open_questions"].recall >= 0.9
+    missing = _report(cases, "todo_open/missing_open")
+    assert not missing.passed and missing.classes["open_questions"].recall < 0.5
+
+
+def test_digit_separators_survive_extraction_and_a_cut_value_is_an_error(cases):
+    src = cases["config_value/copied"].source
+    settings = {it.text for it in extract_keep_items(src)["exact_values"] if it.kind == "setting"}
+    assert "CACHE_TTL_MS=60_000" in settings or "CACHE_TTL_MS=15_000" in settings
+    assert not any(s.endswith(("=60", "=15")) for s in settings)
+    cut = _report(cases, "config_value/altered")
+    assert not cut.passed and any(v.startswith("CACHE_TTL_MS=") for v in cut.usability.altered_values)
+    # The same value written without separators is the same value.
+    assert _report(cases, "config_value/paraphrased").passed
+
+
+def test_invented_numbers_and_stale_values_fail(cases):
+    r = _report(cases, "config_value/invented")
+    assert not r.passed and {"340", "95"} <= set(r.usability.invented_numbers)
+    stale = _report(cases, "digests/stale_value")
+    assert not stale.passed and stale.usability.stale_values
+    assert _report(cases, "digests/merged").passed
+
+
+def test_fragment_lines_and_duplicates_are_counted(cases):
+    r = _report(cases, "dependency_bump/fragments")
+    assert "4.17.21" in r.usability.fragments and "private: true" in r.usability.fragments
+    d = _report(cases, "duplicated/repeats")
+    assert len(d.usability.duplicates) == 4 and not d.passed  # 1 + 2 + 1 repeats
+
+
+def test_cohen_kappa():
+    assert cohen_kappa([(True, True), (False, False)]) == 1.0
+    assert cohen_kappa([(True, False), (False, True)]) == -1.0
+    assert cohen_kappa([(True, True), (True, False), (False, True), (False, False)]) == 0.0
