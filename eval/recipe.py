@@ -2,16 +2,30 @@
 
     python -m eval run configs/eval/smoke.yaml --out runs/smoke/eval [key=value ...]
 
-A run is every (arm x workload case x window x seed) the recipe names. Backend settings
-name the environment variable that holds an API key (``api_key_env``); a key written
-into a recipe is refused.
+A run is every (arm x workload case x window x seed) the recipe names. Every free-form
+block is checked by a typed model when the recipe loads, before any case runs: each
+workload's ``settings`` by that workload's ``Settings``, ``backend.settings`` by the
+backend's (:data:`BACKEND_SETTINGS`), ``arm_settings`` by :class:`ArmSettings` and
+``kernel`` by :class:`KernelOverrides`; a misspelt key or a wrong-typed value is a one-line
+error naming it. The blocks are kept as given, so the run's fingerprint is what the recipe
+says. Backend settings name the environment variable that holds an API key
+(``api_key_env``); a key written into a recipe is refused.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from doctrine.config import BaseConfig, describe_errors
 
@@ -40,12 +54,101 @@ class ArmSettings(BaseConfig):
     deterministic_every: int = Field(3, ge=1)  # deterministic: decision points between compressions
 
 
+class StrictSettings(BaseConfig):
+    """Base of the settings models whose block is passed on as given (backend constructor
+    keywords, kernel overrides): strict types, so what passes is what the consumer gets
+    (``"4"`` is not an int here; an int is accepted where a float is expected)."""
+
+    model_config = ConfigDict(strict=True)
+
+
+# ----------------------------------------------------------------------------- backends
+# What ``backend.settings`` may hold for each backend: the keyword arguments of its
+# constructor (eval.backends.<name>), with the same defaults. ``model`` and ``adapter_dir``
+# are usually given as backend.model / backend.adapter_dir instead.
+
+
+class HFSettings(StrictSettings):
+    model: str | None = None  # a model spec (train.models)
+    adapter_dir: str | None = None  # PEFT adapter folder, used by the distilled arm
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    chat_template: str = "auto"  # "auto" (the tokenizer's, else the project's) or a template name
+    batch_size: int = Field(4, ge=1)  # requests generated together (left-padded)
+    reuse_prefix_cache: bool = True  # keep the KV cache of the last prompt for the next one
+
+
+class VLLMSettings(StrictSettings):
+    model: str | None = None
+    adapter_dir: str | None = None
+    adapter_name: str = "adapter"  # LoRA module name of the adapter
+    max_lora_rank: int = Field(8, ge=1)  # at least the adapter's rank
+    max_model_len: int = Field(4096, ge=256)
+    gpu_memory_utilization: float = Field(0.5, gt=0, le=1)
+    chat_template: str = "auto"
+    tensor_parallel_size: int = Field(1, ge=1)
+
+
+class OpenAISettings(StrictSettings):
+    base_url: str | None = None  # required: the server's /v1 root
+    model: str | None = None  # required: the served base model name
+    adapter_model: str | None = None  # served name of the adapter (a LoRA module), for the distilled arm
+    api_key_env: str | None = None  # the environment variable that holds the key
+    timeout_s: float = Field(120.0, gt=0)
+    temperature: float = Field(0.0, ge=0)
+    tool_choice: str | None = None  # sent only when set ("auto" needs server-side tool parsing)
+
+
+class ReferenceSettings(StrictSettings):
+    """oracle, never_compress, first_range: policies without a model take no settings."""
+
+
+BACKEND_SETTINGS: dict[str, type[StrictSettings]] = {
+    "hf": HFSettings, "vllm": VLLMSettings, "openai": OpenAISettings, "oracle": ReferenceSettings,
+    "never_compress": ReferenceSettings, "first_range": ReferenceSettings,
+}
+
+
+# ------------------------------------------------------------------------------ kernel
+# ``kernel`` overrides the KernelConfig the gate preset resolves (doctrine.kernel.config),
+# group by group (``kernel: {nudge: {growth_floor: 2000}, compress: {min_compress_range: 800}}``).
+# The models are made from the kernel's own dataclasses, so they cannot drift from it.
+# Left out: model_context_limit (the run's ``windows`` set it) and the callables
+# (is_tool_protected, filters), which a YAML file cannot hold.
+_KERNEL_NOT_IN_RECIPES = ("model_context_limit", "is_tool_protected", "filters")
+
+
+def _overrides_model(cls: type, name: str, skip: tuple[str, ...] = ()) -> type[StrictSettings]:
+    """A StrictSettings model with every field of dataclass ``cls`` optional (None: keep the
+    preset's value); nested dataclasses become nested models, tuples lists (YAML has no tuple)."""
+    hints = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            tp = _overrides_model(tp, f"{name}{tp.__name__.removesuffix('Config')}")
+        elif typing.get_origin(tp) is tuple:
+            tp = list[typing.get_args(tp)[0]]  # type: ignore[valid-type]
+        fields[f.name] = (tp | None, None)
+    return create_model(name, __base__=StrictSettings, __doc__=f"Overrides of {cls.__name__}.", **fields)
+
+
+def _kernel_overrides_model() -> type[StrictSettings]:
+    from doctrine.kernel.config import KernelConfig
+
+    return _overrides_model(KernelConfig, "KernelOverrides", _KERNEL_NOT_IN_RECIPES)
+
+
+KernelOverrides = _kernel_overrides_model()
+
+
 class BackendSpec(BaseConfig):
     # oracle, never_compress, first_range: the reference policies (no model) the scorer is checked with
     name: Literal["hf", "vllm", "openai", "oracle", "never_compress", "first_range"] = "oracle"
     model: str | None = None  # a model spec (train.models): embedded:..., tiny:..., hub id, local dir
     adapter_dir: str | None = None  # PEFT adapter (the exported adapter/ folder) for the distilled arm
-    settings: dict[str, Any] = Field(default_factory=dict)  # backend extras: base_url, adapter_model, ...
+    settings: dict[str, Any] = Field(default_factory=dict)  # BACKEND_SETTINGS[name]: base_url, batch_size, ...
 
     @field_validator("model")
     @classmethod
@@ -62,6 +165,19 @@ class BackendSpec(BaseConfig):
                 raise ValueError(f"backend.settings.{k}: never put a key in a recipe; name its "
                                  "environment variable with api_key_env")
         return v
+
+    @model_validator(mode="after")
+    def _typed_settings(self) -> BackendSpec:
+        """The backend's settings model checks ``settings`` here, before any case runs (a
+        backend constructor would otherwise drop a misspelt keyword without a word)."""
+        check_settings(BACKEND_SETTINGS[self.name], self.settings, "backend.settings", f"{self.name} backend: ")
+        given = self.factory_settings()
+        need = {"hf": ("model",), "vllm": ("model",), "openai": ("base_url", "model")}.get(self.name, ())
+        for key in need:
+            if not given.get(key):
+                where = "backend.model" if key == "model" else f"backend.settings.{key}"
+                raise ValueError(f"the {self.name} backend needs {where}")
+        return self
 
     def factory_settings(self) -> dict[str, Any]:
         out = dict(self.settings)
@@ -116,7 +232,7 @@ class EvalRecipe(BaseConfig):
     # The distilled arm must run under a profile the adapter was trained with (its manifest's
     # serving_profiles); set true to evaluate it under another one on purpose (the report says so).
     allow_profile_mismatch: bool = False
-    kernel: dict[str, Any] = Field(default_factory=dict)  # KernelConfig overrides on top of the preset
+    kernel: dict[str, Any] = Field(default_factory=dict)  # KernelOverrides: KernelConfig fields over the preset
     arm_settings: dict[str, Any] = Field(default_factory=dict)  # ArmSettings keys (ArmEnv thresholds, cadence)
     output: str | None = None  # default --out
 
@@ -124,6 +240,11 @@ class EvalRecipe(BaseConfig):
     @classmethod
     def _arm_settings(cls, v: dict[str, Any]) -> dict[str, Any]:
         return check_settings(ArmSettings, v, "arm_settings")
+
+    @field_validator("kernel")
+    @classmethod
+    def _kernel(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return check_settings(KernelOverrides, v, "kernel")
 
     @field_validator("arms")
     @classmethod

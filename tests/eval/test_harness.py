@@ -291,15 +291,100 @@ def test_every_workload_has_a_strict_settings_model():
         assert cls.Settings.model_config.get("extra") == "forbid", name
 
 
-def test_settings_typo_stops_eval_run_before_any_case(tmp_path):
+# ------------------------------------------------ typed backend settings and kernel overrides
+
+
+def test_a_typo_in_backend_settings_fails_when_the_recipe_loads():
+    from doctrine.config import ConfigError
+
+    hf = {"backend.name": "hf", "backend.model": "tiny:smollm2-135m-instruct", "arms": ["full"]}
+    with pytest.raises(ConfigError) as err:  # today: HFBackend(**settings) drops it, batches of 4
+        recipe(**hf, **{"backend.settings": {"batch_sise": 2}})
+    assert "hf backend: unknown key 'backend.settings.batch_sise' (did you mean 'batch_size'?)" in str(err.value)
+    with pytest.raises(ConfigError, match="hf backend: backend.settings.batch_size: Input should be a valid integer"):
+        recipe(**hf, **{"backend.settings": {"batch_size": "2"}})  # int("2") would hide it; strict
+    with pytest.raises(ConfigError, match="vllm backend: backend.settings.gpu_memory_utilization"):
+        recipe(**dict(hf, **{"backend.name": "vllm"}), **{"backend.settings": {"gpu_memory_utilization": 1.5}})
+    with pytest.raises(ConfigError, match="openai backend: unknown key 'backend.settings.base_uri'"):
+        recipe(**{"backend.name": "openai", "backend.model": "m", "backend.settings": {"base_uri": "http://x/v1"}})
+    with pytest.raises(ConfigError, match="the openai backend needs backend.settings.base_url"):
+        recipe(**{"backend.name": "openai", "backend.model": "m"})
+    with pytest.raises(ConfigError, match="the hf backend needs backend.model"):
+        recipe(**{"backend.name": "hf", "arms": ["full"]})
+    with pytest.raises(ConfigError, match="oracle backend: unknown key 'backend.settings.temperature'"):
+        recipe(**{"backend.settings": {"temperature": 0.5}})  # the reference policies take none
+    ok = recipe(**hf, **{"backend.settings": {"batch_size": 2, "dtype": "float32"}})
+    assert ok.backend.settings == {"batch_size": 2, "dtype": "float32"}  # kept as given
+
+
+def test_backend_settings_are_the_constructor_keywords():
+    import inspect
+
+    from eval.backends.hf import HFBackend
+    from eval.backends.openai import OpenAIBackend
+    from eval.backends.vllm import VLLMBackend
+    from eval.recipe import BACKEND_SETTINGS
+
+    for name, cls in (("hf", HFBackend), ("vllm", VLLMBackend), ("openai", OpenAIBackend)):
+        params = {k: (None if p.default is inspect.Parameter.empty else p.default)
+                  for k, p in inspect.signature(cls.__init__).parameters.items()
+                  if k != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD}
+        assert {k: f.default for k, f in BACKEND_SETTINGS[name].model_fields.items()} == params, name
+    from eval.backends import BACKENDS
+
+    assert set(BACKEND_SETTINGS) == set(BACKENDS)
+
+
+def test_a_typo_in_kernel_overrides_fails_when_the_recipe_loads():
+    from doctrine.config import ConfigError
+
+    with pytest.raises(ConfigError) as err:  # today: accepted; ignored when no kernel arm runs
+        recipe(arms=["full"], kernel={"nudge": {"growth_flor": 1000}})
+    assert "unknown key 'kernel.nudge.growth_flor' (did you mean 'growth_floor'?)" in str(err.value)
+    with pytest.raises(ConfigError, match="kernel.nudge.growth_floor: Input should be a valid integer"):
+        recipe(kernel={"nudge": {"growth_floor": "lots"}})  # today: every kernel case fails at run time
+    with pytest.raises(ConfigError, match="unknown key 'kernel.model_context_limit'"):
+        recipe(kernel={"model_context_limit": 100})  # the run's windows set it
+    with pytest.raises(ConfigError, match="kernel.tiers"):
+        recipe(kernel={"tiers": 3})
+    over = {"nudge": {"growth_floor": 1000}, "compress": {"min_compress_range": 800},
+            "protected_tools": ["bash"], "message_filters": {"enabled": True}}
+    r = recipe(kernel=over)
+    assert r.kernel == over  # kept as given
+    from eval.arms import arm_profile
+
+    k = arm_profile("doctrine", 6000, r.gate, r.host, r.nudge_style, r.kernel).kernel
+    assert (k.nudge.growth_floor, k.compress.min_compress_range, k.protected_tools) == (1000, 800, ("bash",))
+    assert k.message_filters.enabled is True
+
+
+def test_kernel_overrides_are_the_fields_of_kernel_config():
+    import dataclasses
+
+    from doctrine.kernel.config import KernelConfig
+    from eval.recipe import KernelOverrides
+
+    expected = {f.name for f in dataclasses.fields(KernelConfig)} - {"model_context_limit", "is_tool_protected",
+                                                                     "filters"}
+    assert set(KernelOverrides.model_fields) == expected
+    nudge = KernelOverrides.model_fields["nudge"].annotation.__args__[0]
+    assert set(nudge.model_fields) == {f.name for f in dataclasses.fields(KernelConfig().nudge)}
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    (f"workloads={json.dumps([{'name': 'scripted', 'settings': {'sesions': 'fixtures/sessions.jsonl'}}])}",
+     "unknown key 'settings.sesions'"),
+    ("kernel={nudge: {growth_flor: 1000}}", "unknown key 'kernel.nudge.growth_flor'"),
+    ("backend.settings={policy: labels}", "unknown key 'backend.settings.policy'"),
+])
+def test_settings_typo_stops_eval_run_before_any_case(tmp_path, override, message):
     import subprocess
     import sys
 
-    wl = json.dumps([{"name": "scripted", "settings": {"sesions": "fixtures/sessions.jsonl"}}])
     out = tmp_path / "eval"
-    p = subprocess.run([sys.executable, "-m", "eval", "run", str(SMOKE), "--out", str(out), f"workloads={wl}"],
+    p = subprocess.run([sys.executable, "-m", "eval", "run", str(SMOKE), "--out", str(out), override],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 2 and "unknown key 'settings.sesions'" in p.stderr, p.stderr[-2000:]
+    assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr[-2000:]
     assert not out.exists()
 
 
