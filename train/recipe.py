@@ -63,7 +63,8 @@ class DataSection(BaseConfig):
         "distilled", description="the mode the model will be served in; rows of another mode are an error")
     max_length: int = Field(4096, ge=1, description="longer samples are dropped and counted, never truncated")
     packing: bool = False
-    padding_free: bool = False
+    padding_free: bool = Field(False, description="a batch is one row of its samples back to back "
+                               "(position_ids restart per sample), no padding")
     max_train_samples: int | None = Field(None, ge=1)
     max_eval_samples: int | None = Field(None, ge=1)
 
@@ -87,6 +88,9 @@ class TrainerSection(BaseConfig):
     report_to: list[str] = Field(default_factory=lambda: ["none"])
     bf16: bool = False
     dataloader_num_workers: int = Field(0, ge=0)
+    target_only_logits: bool = Field(
+        False, description="project hidden states to logits only at target positions (same loss, "
+        "no LM-head work on the context); see train/trainer.py")
 
     @field_validator("max_steps")
     @classmethod

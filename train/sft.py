@@ -57,11 +57,12 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
     import torch
     from accelerate import PartialState
     from peft import LoraConfig
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig
 
     from .data import check_data_dir, load_split, tokenize_split
     from .models import load_model, load_tokenizer, resolve_model
     from .templates import choose_template
+    from .trainer import ProjectSFTTrainer
 
     # On a machine without CUDA every process is a CPU worker (MULTI_CPU over gloo when launched
     # with several processes); TrainingArguments(use_cpu=True) below agrees with this.
@@ -119,7 +120,9 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
     t = recipe.trainer
     args = SFTConfig(
         output_dir=str(ckpt_dir),
-        max_length=recipe.data.max_length,
+        # Padding-free without packing: TRL refuses a max_length it would not enforce. Ours is
+        # enforced already: tokenize_split drops (and counts) every sample longer than it.
+        max_length=None if recipe.data.padding_free and not recipe.data.packing else recipe.data.max_length,
         packing=recipe.data.packing,
         padding_free=recipe.data.padding_free,
         learning_rate=t.learning_rate,
@@ -149,9 +152,9 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
         ddp_find_unused_parameters=False,
         disable_tqdm=False,
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds,
-                         processing_class=tokenizer, peft_config=peft_config,
-                         callbacks=callbacks)
+    trainer = ProjectSFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds,
+                                processing_class=tokenizer, peft_config=peft_config,
+                                callbacks=callbacks, target_only_logits=t.target_only_logits)
     trainer.data_collator = GuardedCollator(trainer.data_collator)
 
     # ------------------------------------------------------------------ train

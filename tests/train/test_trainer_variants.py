@@ -1,0 +1,141 @@
+"""Loss-preserving speed variants of training: target-only logits and padding-free batches.
+
+Each variant must give the loss and LoRA gradients of the standard path (TRL's loss over a
+padded batch) within float tolerance, on the tiny model and the fixture curriculum.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from doctrine.config import load_config
+from train.recipe import TrainRecipe
+from train.sft import run_training
+
+TINY = "tiny:smollm2-135m-instruct"
+
+
+def _trainer(tmp_path, data_dir, *, padding_free=False, target_only_logits=False):
+    from peft import LoraConfig
+    from trl import SFTConfig
+
+    from train.data import load_split, tokenize_split
+    from train.models import load_model, load_tokenizer, resolve_model
+    from train.templates import choose_template
+    from train.trainer import ProjectSFTTrainer
+
+    resolved = resolve_model(TINY)
+    tok = load_tokenizer(resolved)
+    tok.chat_template = choose_template(tok, "auto").template
+    ds, _ = tokenize_split(load_split(data_dir, "train"), tok, tok.chat_template,
+                           max_length=2048, prompt_mode="distilled")
+    args = SFTConfig(output_dir=str(tmp_path / "out"), max_length=None if padding_free else 2048,
+                     padding_free=padding_free, per_device_train_batch_size=3, report_to=["none"],
+                     use_cpu=True, shuffle_dataset=False)
+    trainer = ProjectSFTTrainer(
+        model=load_model(resolved, dtype="float32"), args=args, train_dataset=ds, processing_class=tok,
+        peft_config=LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"),
+        target_only_logits=target_only_logits)
+    # LoRA B starts at zero, which would leave every A gradient zero: give both factors
+    # seeded values (the same in every trainer) so that every LoRA gradient is compared.
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, p in trainer.model.named_parameters():
+            if "lora_" in name:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.05)
+    trainer.model.train()
+    return trainer
+
+
+def _loss_and_grads(trainer, features):
+    batch = trainer.data_collator([dict(f) for f in features])
+    trainer.model.zero_grad()
+    loss = trainer.compute_loss(trainer.model, dict(batch))
+    loss.backward()
+    grads = {n: p.grad.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    return loss.detach(), grads, batch
+
+
+def _features(trainer, idx=(0, 1, 2)):
+    ds = trainer.train_dataset
+    return [{k: ds[i][k] for k in ("input_ids", "labels")} for i in idx]
+
+
+def _assert_same(a, b):
+    loss_a, grads_a = a
+    loss_b, grads_b = b
+    assert loss_a.item() == pytest.approx(loss_b.item(), rel=1e-5)
+    assert grads_a.keys() == grads_b.keys() and len(grads_a) == 8  # (q, v) x (A, B) x 2 layers
+    for name in grads_a:
+        assert grads_a[name].abs().sum() > 0, name
+        torch.testing.assert_close(grads_a[name], grads_b[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+@pytest.fixture(scope="module")
+def standard(tmp_path_factory, sft_data_dir):
+    trainer = _trainer(tmp_path_factory.mktemp("std"), sft_data_dir)
+    feats = _features(trainer)
+    loss, grads, batch = _loss_and_grads(trainer, feats)
+    # The three samples differ in length: the padded batch has padding to skip.
+    assert (batch["attention_mask"] == 0).any()
+    return feats, (loss, grads)
+
+
+def test_target_only_logits_same_loss_and_grads_and_head_sees_targets_only(tmp_path, sft_data_dir, standard):
+    feats, expected = standard
+    trainer = _trainer(tmp_path, sft_data_dir, target_only_logits=True)
+    head_rows = []
+    head = trainer.model.get_output_embeddings()
+    hook = head.register_forward_hook(lambda mod, inp, out: head_rows.append(inp[0].shape[:-1]))
+    try:
+        loss, grads, batch = _loss_and_grads(trainer, feats)
+    finally:
+        hook.remove()
+    _assert_same((loss, grads), expected)
+    # The LM head ran once, over the union of the rows' target positions, not the sequence.
+    targets_union = int((batch["labels"][:, 1:] != -100).any(0).sum())
+    assert head_rows == [torch.Size([3, targets_union])]
+    assert targets_union < batch["input_ids"].shape[1] // 2
+    assert trainer._metrics["train"]["num_tokens"] == [int(batch["attention_mask"].sum())]
+
+
+@pytest.mark.parametrize("target_only_logits", [False, True], ids=["trl-loss", "target-only"])
+def test_padding_free_batch_same_loss_and_grads(tmp_path, sft_data_dir, standard, target_only_logits):
+    feats, expected = standard
+    trainer = _trainer(tmp_path, sft_data_dir, padding_free=True, target_only_logits=target_only_logits)
+    loss, grads, batch = _loss_and_grads(trainer, feats)
+    # One row, the samples back to back, positions restarting at each sample, no padding.
+    assert batch["input_ids"].shape[0] == 1 and "attention_mask" not in batch
+    assert batch["input_ids"].shape[1] == sum(len(f["input_ids"]) for f in feats)
+    assert int((batch["position_ids"][0] == 0).sum()) == 3
+    _assert_same((loss, grads), expected)
+
+
+def test_a_batch_without_targets_is_a_finite_zero(tmp_path, sft_data_dir):
+    trainer = _trainer(tmp_path, sft_data_dir, target_only_logits=True)
+    feats = _features(trainer, (0,))
+    feats[0]["labels"] = [-100] * len(feats[0]["labels"])
+    batch = trainer.data_collator(feats)
+    loss = trainer.compute_loss(trainer.model, dict(batch))
+    loss.backward()
+    assert loss.item() == 0.0
+
+
+def test_recipe_switches_train_the_same_run(project_root, sft_data_dir, tmp_path):
+    """The recipe keys reach the trainer: padding-free (which TRL refused with a max_length
+    before) plus target-only logits train the same six steps as the standard recipe."""
+    def run(name, *overrides):
+        recipe = load_config(project_root / "configs/train/smoke.yaml", TrainRecipe,
+                             [f"data.dir={sft_data_dir}", "trainer.save_steps=100", *overrides])
+        return json.loads((run_training(recipe, tmp_path / name) / "metrics.json").read_text())
+
+    std = run("std")
+    fast = run("fast", "data.padding_free=true", "trainer.target_only_logits=true")
+    assert len(fast["losses"]) == len(std["losses"]) == 6
+    for a, b in zip(fast["losses"], std["losses"], strict=True):
+        assert a == pytest.approx(b, rel=1e-4)
+    tokens = [[h["num_tokens"] for h in m["log_history"] if "loss" in h] for m in (std, fast)]
+    assert tokens[0] == tokens[1]

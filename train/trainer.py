@@ -1,0 +1,87 @@
+"""The project's SFTTrainer: TRL's, plus a loss that projects to logits only at targets.
+
+A decision sample is a long context (2-6K tokens here, 16-64K at GPU scale) and a short
+target (a few hundred tokens). TRL's loss runs the LM head over every position whose next
+token is a label, but on a device without Triton (the CPU) it scores *every* position and
+masks afterwards: the 49K-vocabulary projection (and its recomputation in the backward)
+over the whole context is a large share of a 135M model's step. With
+``trainer.target_only_logits: true`` the model's own forward keeps the logits of the
+target positions only (transformers' ``logits_to_keep`` with an index tensor), and the
+loss is the same token-summed cross-entropy, normalised the way TRL's is.
+
+Imported by ``train.sft`` inside ``run_training`` (TRL is a heavy import).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from trl import SFTTrainer
+
+__all__ = ["ProjectSFTTrainer", "target_positions"]
+
+
+def target_positions(labels: torch.Tensor) -> torch.Tensor:
+    """Sequence positions whose *next* token is a label in any row of the batch.
+
+    One index tensor for the batch (``logits_to_keep`` slices the same positions in every
+    row): the union of the rows' target positions; a row's extra positions are masked by
+    its own labels.
+    """
+    return (labels[:, 1:] != -100).any(dim=0).nonzero().flatten()
+
+
+class ProjectSFTTrainer(SFTTrainer):
+    def __init__(self, *args, target_only_logits: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.target_only_logits = target_only_logits
+        if target_only_logits and (self.compute_loss_func is not None or self.label_smoother is not None
+                                   or self.args.loss_type != "nll" or self.aux_loss_enabled):
+            raise ValueError("trainer.target_only_logits computes the plain token NLL; it does not combine "
+                             "with a custom loss, label smoothing, another loss_type or an MoE aux loss")
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        # The logits for compute_metrics (return_outputs) are the full ones: TRL's path.
+        if not self.target_only_logits or return_outputs:
+            return super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                        num_items_in_batch=num_items_in_batch)
+        mode = "train" if self.model.training else "eval"
+        labels = inputs["labels"]
+        keep = target_positions(labels)
+        model_inputs = {k: v for k, v in inputs.items() if k != "labels"}
+        model_inputs["use_cache"] = False
+        logits = model(**model_inputs, logits_to_keep=keep).logits.float()  # (batch, targets, vocab)
+        targets = labels[:, 1:][:, keep]
+        valid = targets != -100
+        nll_sum = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1),
+                                  ignore_index=-100, reduction="sum")
+        # As TRL: the token sum over the tokens of the whole optimizer step when the Trainer
+        # counted them (gradient accumulation), else over this batch's.
+        denom = valid.sum() if num_items_in_batch is None else num_items_in_batch
+        loss = nll_sum / torch.as_tensor(denom).clamp(min=1)
+        if self.args.average_tokens_across_devices and num_items_in_batch is not None:
+            loss = loss * (self.accelerator.num_processes // self.get_tp_size())
+        self._record_metrics(mode, inputs, logits.detach(), targets, valid)
+        return loss
+
+    def _record_metrics(self, mode, inputs, logits, targets, valid):
+        """The per-batch figures TRL logs (entropy, mean_token_accuracy, num_tokens),
+        computed from the kept logits only."""
+        logp = logits.log_softmax(-1)
+        entropy = -(logp.exp() * logp).sum(-1)
+        correct = (logits.argmax(-1) == targets) & valid
+        gather = self.accelerator.gather_for_metrics
+        n_valid = gather(valid.sum()).sum()
+        ent_sum = gather((entropy * valid).sum()).sum()
+        n_correct = gather(correct.sum()).sum()
+        self._metrics[mode]["entropy"].append((ent_sum / n_valid).item() if n_valid > 0 else 0.0)
+        self._metrics[mode]["mean_token_accuracy"].append((n_correct / n_valid).item() if n_valid > 0 else 0.0)
+        if mode == "train":
+            # Tokens the model processed: padded batches count their attention mask, a
+            # padding-free batch is one row without one.
+            if "attention_mask" in inputs:
+                local = inputs["attention_mask"].sum()
+            else:
+                local = torch.tensor(inputs["input_ids"].size(1), device=inputs["input_ids"].device)
+            self._total_train_tokens += gather(local).sum().item() // self._tp_size
+        self._metrics[mode]["num_tokens"] = [self._total_train_tokens]
