@@ -192,7 +192,9 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
                     replaced[b] = label.message
                 break
             n_action += 1
-            state, recovery = apply_action(point, label, history, f"{ACTION_PREFIX}{n_action:04d}", cfg, run_dir)
+            state, restored = apply_action(point, label, history, f"{ACTION_PREFIX}{n_action:04d}", cfg, run_dir)
+            # An urgent fold in the middle of a recovery leaves the recovery in progress.
+            recovery = restored if act["type"] != "compress" else recovery
     return
 
 
@@ -287,6 +289,7 @@ def _sample(point: DecisionPoint, label: Any, system_prompt: str, tools: list[di
         "doctrine_version": label.doctrine_version, "doctrine_sha256": label.doctrine_sha256,
         "labeler": label.labeler, "labeler_version": label.labeler_version, "reason": label.reason,
         "conformance": label.conformance, "ranges": label.ranges, "facts": label.facts,
+        "declined": bool(getattr(label, "declined", False)),
         "nudge": {"shown": point.nudge_shown, "tier": d.tier if point.nudge_shown else None,
                   "voice": d.voice if point.nudge_shown else None},
         "token_count": point.token_count,

@@ -12,9 +12,14 @@ class LabelConfig:
     * ``min_piece_tokens``: a compress range cut out of a kernel recommendation (split at
       still-needed messages) is kept only if it holds this many tokens; 200 is the
       kernel's "viable range" floor, the same one the nudge list uses.
+    * ``emergency_min_piece_tokens``: the same floor under an urgent nudge (60): the doctrine
+      says fold first, so consumed output the kernel accepts is folded even when small.
     * ``spontaneous_min_tokens``: with no nudge shown, compress anyway when the consumed,
       compressible content reaches this many tokens. ``None`` (default) means
-      ``spontaneous_window_share`` of the window (0.25): the label reads the window
+      ``spontaneous_window_share`` of the window (0.06), and never under
+      ``min_piece_tokens``: the kernel's growth gate opens a nudge soon after output
+      accumulates, so a phase whose consumed output is folded without being asked is one
+      that ended before the gate opened. The label reads the window
       size, the model never sees the ratio.
     * ``emergency_target_share``: an emergency fold frees content until the context
       would be at most this share of the window (0.6), consumed tool output first;
@@ -39,8 +44,9 @@ class LabelConfig:
     """
 
     min_piece_tokens: int = 200
+    emergency_min_piece_tokens: int = 60
     spontaneous_min_tokens: int | None = None
-    spontaneous_window_share: float = 0.25
+    spontaneous_window_share: float = 0.06
     emergency_target_share: float = 0.6
     summary_ratio: float = 2.5
     summary_min_tokens: int = 40
@@ -61,7 +67,7 @@ class LabelConfig:
     def spontaneous_threshold(self, window: int) -> int:
         if self.spontaneous_min_tokens is not None:
             return int(self.spontaneous_min_tokens)
-        return int(self.spontaneous_window_share * window)
+        return max(self.min_piece_tokens, int(self.spontaneous_window_share * window))
 
     def to_dict(self) -> dict:
         return asdict(self)

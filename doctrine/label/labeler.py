@@ -37,14 +37,16 @@ from typing import Any
 from doctrine.conform.patterns import content_words
 from doctrine.kernel.compress import apply_compression
 from doctrine.kernel.decompress import PI_MESSAGE_INLINE_MAX
+from doctrine.kernel.refs import ref_index
 from doctrine.kernel.search import build_message_docs, search_active_blocks, search_context
+from doctrine.kernel.tokens import js_len
 
 from . import actions
 from . import phrasing as ph
 from .config import LabelConfig
 from .needed import Hindsight, facts_of, hindsight, session_index_of
 from .point import DecisionPoint
-from .ranges import Piece, cut_pieces, total_chars, viable
+from .ranges import Piece, cut_pieces, kernel_blocked_ids, on_visible_refs, total_chars, viable
 from .summaries import compose_tier1
 from .tiers import BlockSource, compose_tier
 
@@ -79,6 +81,7 @@ class Label:
     doctrine_sha256: str = ""
     action: dict[str, Any] = field(default_factory=lambda: {"type": "session"})
     facts: list[str] = field(default_factory=list)
+    declined: bool = False  # the target declines a shown nudge in one line
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,24 +99,65 @@ def label_decision(point: DecisionPoint, *, doctrine: Any, horizon: int, seed: i
     rng = ph.rng_for(seed, point.session.session_id, point.step, point.action_index,
                      point.recovery.tool if point.recovery else "")
     hs = hindsight(point.session, point.step, horizon)
-    if point.recovery is not None:
+    shown = point.nudge_shown
+    urgent = shown and point.nudge.voice == "emergency"
+    tiered = shown and point.nudge.tier in (2, 3)
+    lab = None
+    if urgent:  # an urgent nudge comes before everything else, a recovery in progress included
+        lab = _tier(point, hs, doctrine, rng, cfg) if tiered else _emergency(point, hs, doctrine, rng, cfg)
+        if lab is None:
+            # Urgent but nothing the kernel would accept: no lesson to teach here (declining
+            # would contradict "urgent first"; folding is impossible).
+            raise LabelSkipped("urgent_nothing_foldable", "urgent nudge, no range the model can fold")
+    if lab is None and point.recovery is not None:
         lab = _recovery_followup(point, cfg, rng)
-    elif point.nudge_shown and point.nudge.tier in (2, 3):
+    elif lab is None and tiered and not urgent:
         lab = _tier(point, hs, doctrine, rng, cfg)
-    elif point.nudge_shown and point.nudge.voice == "emergency":
-        lab = _emergency(point, hs, doctrine, rng, cfg)
-    elif point.nudge_shown:
+    elif lab is None and shown and not urgent:
         lab = _nudged(point, hs, doctrine, rng, cfg)
-    else:
-        lab = None
     if lab is None:
-        why = ("nudge shown but nothing in its ranges can be folded" if point.nudge_shown
+        why = ("nudge shown but nothing in its ranges can be folded" if shown
                else "no nudge, nothing consumed worth folding")
-        lab = _recovery_call(point, cfg, rng) or _spontaneous(point, hs, doctrine, rng, cfg) or _ordinary(
-            point, why + "; every detail the step quotes is in view")
+        lab = (_recovery_call(point, cfg, rng) or (None if shown else _spontaneous(point, hs, doctrine, rng, cfg))
+               or _ordinary(point, why + "; every detail the step quotes is in view"))
+    if shown and lab.action.get("type") != "compress" and lab.kind != "refusal":
+        lab = _declined(point, lab, rng)
     lab.doctrine_version = str(getattr(doctrine, "version", ""))
     lab.doctrine_sha256 = str(getattr(doctrine, "sha256", ""))
     return lab
+
+
+# One-line declines for a nudge the label does not act on: never silence (doctrine: decline
+# in one line, continue the task). Keyed by why the nudge is not acted on.
+DECLINES = {
+    "recovery": (
+        "Not compressing yet: this step needs a detail I am restoring first.",
+        "Holding off on the fold: I need the exact detail back before anything else.",
+        "The fold can wait until this restore is done.",
+    ),
+    "tier": (
+        "Not merging blocks now: there is not enough in them yet for a useful digest.",
+        "A digest of a single block would only restate it; leaving the blocks as they are.",
+        "Skipping the block merge for now; continuing with the task.",
+    ),
+    "nothing": (
+        "Nothing listed is finished with yet, so there is nothing worth folding; continuing.",
+        "No fold this time: what is listed is too small or still in use.",
+        "Declining the compression: nothing consumed is worth a block yet.",
+    ),
+}
+
+
+def _declined(point: DecisionPoint, lab: Label, rng: Any) -> Label:
+    """``lab`` with a one-line decline of the shown nudge in front of its text; an ordinary
+    turn after a nudge becomes a refusal (the same lesson as declining mid-step)."""
+    why = "recovery" if lab.kind == "recovery" else ("tier" if point.nudge.tier in (2, 3) else "nothing")
+    line = rng.choice(DECLINES[why])
+    msg = actions.with_prefix(lab.message, line)
+    kind = "refusal" if lab.kind == "ordinary" else lab.kind
+    out = Label(kind, msg, f"{lab.reason}; nudge declined in one line", ranges=lab.ranges,
+                conformance=lab.conformance, action=lab.action, facts=lab.facts, declined=True)
+    return out
 
 
 def _ordinary(point: DecisionPoint, reason: str) -> Label:
@@ -140,10 +184,72 @@ def _guard_invisible(point: DecisionPoint, msg: dict[str, Any]) -> None:
 
 # ---------------------------------------------------------------------- compress helpers
 def _pieces(point: DecisionPoint, ranges: list[Any], hs: Hindsight, cfg: LabelConfig, *,
-            allow_needed: bool = False) -> list[Piece]:
-    ps = cut_pieces(ranges, point.kernel_view, point.state, point.kconfig, point.count_tokens, point.units,
+            allow_needed: bool = False, min_tokens: int | None = None) -> list[Piece]:
+    """Compress ranges the label may emit, oldest first: a nudge range as the nudge prints
+    it wherever the kernel folds it cleanly, else the range cut around what must stay and
+    narrowed to boundaries the model can see (a tagged ref or one the nudge prints)."""
+    whole, rest = [], []
+    for r in ranges:
+        p = _as_printed(point, r, hs, allow_needed)
+        (whole.append(p) if p is not None else rest.append(r))
+    ps = cut_pieces(rest, point.kernel_view, point.state, point.kconfig, point.count_tokens, point.units,
                     hs.needed_messages, allow_needed=allow_needed, flat=point.flat)
-    return viable(ps, cfg.min_piece_tokens)
+    ps = on_visible_refs(ps, point.kernel_view, point.visible_refs, point.units, point.state, point.count_tokens)
+    floor = cfg.min_piece_tokens if min_tokens is None else min_tokens
+    return sorted(viable(whole + ps, floor), key=lambda p: p.refs[0])
+
+
+def _blocked(point: DecisionPoint) -> set[str]:
+    k = "_label_blocked"
+    if k not in point.__dict__:
+        v, f, st, kc, c = point.kernel_view, point.flat, point.state, point.kconfig, point.count_tokens
+        point.__dict__[k] = kernel_blocked_ids(v, st, kc, c) | kernel_blocked_ids(f, st, kc, c)
+    return point.__dict__[k]
+
+
+def _probe_config(point: DecisionPoint) -> Any:
+    import dataclasses
+
+    k = point.kconfig
+    return dataclasses.replace(k, compress=dataclasses.replace(k.compress, min_compress_range=0))
+
+
+def _as_printed(point: DecisionPoint, r: Any, hs: Hindsight, allow_needed: bool) -> Piece | None:
+    """``r`` as one piece with the nudge's own boundaries, if the kernel folds it without a
+    message the label must keep (the task, a needed unit, a compress call)."""
+    if r.start_ref not in point.visible_refs or r.end_ref not in point.visible_refs:
+        return None
+    lo, hi = ref_index(r.start_ref), ref_index(r.end_ref)
+    span = [m.id for m in point.kernel_view
+            if ref_index(point.state.by_raw.get(m.id) or "") is not None
+            and lo <= ref_index(point.state.by_raw[m.id]) <= hi]
+    if set(span) & _blocked(point):  # a protected or recent message inside: cut it instead
+        return None
+    res = apply_compression([{"startId": r.start_ref, "endId": r.end_ref, "summary": _PLACEHOLDER}],
+                            point.compress_messages, point.state, _probe_config(point),
+                            count_tokens=point.count_tokens, clock_ms=lambda: 0)
+    if res.errors or len(res.new_block_ids) != 1:
+        return None
+    block = res.state.block(res.new_block_ids[0])
+    if block.direct_block_ids:
+        return None  # it would re-fold a block: a tier nudge's business
+    ids = list(block.direct_message_ids)
+    view_ids = {m.id for m in point.kernel_view}
+    first_user = next((m.id for m in point.kernel_view if m.role == "user" and not m.id.startswith("acp_")), None)
+    needed = any(session_index_of(i) in hs.needed_messages for i in ids)
+    if not ids or first_user in ids or any(i not in view_ids for i in ids) or (needed and not allow_needed):
+        return None
+    p = Piece(r.start_ref, r.end_ref, needed=needed)
+    for i in ids:
+        m = point.by_id[i]
+        t = point.count_tokens(m.text)
+        p.ids.append(i)
+        p.refs.append(point.state.by_raw[i])
+        p.tokens += t
+        p.chars += js_len(m.text)
+        if m.is_tool:
+            p.tool_tokens += t
+    return p
 
 
 def _topic(msgs: list[Any]) -> str:
@@ -194,7 +300,11 @@ def _compress(kind: str, point: DecisionPoint, pieces: list[Piece], hs: Hindsigh
         raise LabelSkipped("summary_failed", "the ranges that passed are under minCompressRange")
     topic = ranges[0]["topic"] if len(ranges) == 1 else f"{ranges[0]['topic']} and more"
     args = actions.compress_args(topic, ranges)
-    _dry_run(point, args["content"])
+    res = _dry_run(point, args["content"])
+    folded = {i for b in res.new_block_ids for i in res.state.block(b).direct_message_ids}
+    meant = {i for p in pieces for i in p.ids if any(r["startId"] == p.start_ref for r in ranges)}
+    if folded != meant:  # the summary must describe exactly what the kernel folds
+        raise LabelSkipped("range_mismatch", f"kernel folds {len(folded)} messages, the label meant {len(meant)}")
     call_id = f"call_acp_{point.step:03d}_{point.action_index}"
     lead = rng.choice(leads).format(topic=ranges[0]["topic"], n=len(ranges))
     msg = actions.call_message(lead, call_id, "compress", args)
@@ -241,7 +351,7 @@ def _refusal(point: DecisionPoint, hs: Hindsight, in_use: list[Piece], rng: Any)
                  "gentle nudge while the ranges are still needed within the horizon",
                  ranges=[{"startId": q.start_ref, "endId": q.end_ref, "tokens": q.tokens, "needed": True}
                          for q in in_use],
-                 facts=[f.id for f in facts])
+                 facts=[f.id for f in facts], declined=True)
 
 
 # ---------------------------------------------------------------------- spontaneous
@@ -271,11 +381,12 @@ def _emergency(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg
                 break
         return chosen
 
-    free = _pieces(point, ranges, hs, cfg)
+    floor = cfg.emergency_min_piece_tokens
+    free = _pieces(point, ranges, hs, cfg, min_tokens=floor)
     chosen = pick(free)
     reason = "emergency voice; consumed tool output first"
     if sum(p.tokens for p in chosen) < need_free or total_chars(chosen) < point.kconfig.compress.min_compress_range:
-        wide = _pieces(point, ranges, hs, cfg, allow_needed=True)
+        wide = _pieces(point, ranges, hs, cfg, allow_needed=True, min_tokens=floor)
         if sum(p.tokens for p in wide) > sum(p.tokens for p in chosen):
             chosen = pick(wide)
             reason = "emergency voice; consumed output was not enough, needed ranges folded with their facts verbatim"
@@ -289,14 +400,16 @@ def _tier(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: Lab
     tier = int(point.nudge.tier)
     targets = [t.block_id for t in point.nudge.tier_target_blocks]
     order = [b.block_id for b in point.state.blocks if b.block_id in targets]
-    if not order:
-        return None  # nothing to fold: fall through to recovery / ordinary
+    if len(order) < 2:
+        return None  # a digest folds at least two blocks: decline, then recovery / ordinary
     first, last = order[0], order[-1]
     probe = _dry_run(point, [{"startId": first, "endId": last, "summary": _PLACEHOLDER}])
     new = probe.state.block(probe.new_block_ids[0])
     srcs = [point.state.block(b) for b in new.direct_block_ids]
     blocks = [BlockSource(b.block_id, b.tier, b.summary, b.topic, b.compressed_tokens, len(b.effective_message_ids))
               for b in srcs if b]
+    if len(blocks) < 2:
+        return None
     raw = [point.by_id[i] for i in new.direct_message_ids if i in point.by_id]
     texts = [b.summary for b in blocks] + [m.text for m in raw]
     needed = [f.text for f in hs.needed_facts if any(f.text in t for t in texts)]

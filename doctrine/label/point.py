@@ -88,6 +88,13 @@ class DecisionPoint:
         return "\n".join(parts)
 
     @cached_property
+    def visible_refs(self) -> set[str]:
+        """Refs the model can name as range boundaries (tags in view, refs in the nudge)."""
+        from .ranges import view_refs
+
+        return view_refs(self.view)
+
+    @cached_property
     def by_id(self) -> dict[str, Message]:
         out: dict[str, Message] = {}
         for m in self.flat:

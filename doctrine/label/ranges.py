@@ -10,6 +10,7 @@ needed message in.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +94,9 @@ def cut_pieces(ranges: list[Range], view: list[Message], state: Any, config: Any
         lo, hi = ref_index(r.start_ref), ref_index(r.end_ref)
         if lo is None or hi is None:
             continue
+        # A range that ends on a tool call folds that call's results too (the kernel's
+        # tool-pair widening): the rest of the call's unit counts as inside the range.
+        hi_unit = _call_unit(view, state, r.end_ref, units)
         cur: Piece | None = None
         for m in view:
             ref = state.by_raw.get(m.id)
@@ -104,7 +108,7 @@ def cut_pieces(ranges: list[Range], view: list[Message], state: Any, config: Any
                     out.append(cur)
                     cur = None
                 continue
-            if n < lo or n > hi:
+            if n < lo or (n > hi and (hi_unit is None or unit_key(m.id, units) != hi_unit)):
                 continue
             key = unit_key(m.id, units)
             usable = key not in bad_units and (allow_needed or key not in needed_units)
@@ -134,15 +138,31 @@ def cut_pieces(ranges: list[Range], view: list[Message], state: Any, config: Any
     return fixed
 
 
+def _call_unit(view: list[Message], state: Any, ref: str, units: list[int]) -> str | None:
+    """The unit of the message ``ref`` names when that message is a tool call, else None."""
+    raw = state.by_ref.get(ref)
+    for m in view:
+        if m.id == raw:
+            return unit_key(m.id, units) if m.content_type == "tool-call" else None
+    return None
+
+
 def _align(p: Piece, members: dict[str, list[str]], units: list[int], view: list[Message], state: Any,
            count: CountTokens) -> list[Piece]:
     inside = set(p.ids)
+    by_id = {m.id: m for m in view}
     keep = [i for i in p.ids if all(x in inside for x in members.get(unit_key(i, units), [i]))]
+    # A trailing unit cut after its text (the kernel's own ranges end so: on the tagged text of
+    # an assistant turn whose calls come later) keeps that text: no tool-pair widening follows.
+    tail = p.ids[len(keep):] if p.ids[:len(keep)] == keep else []
+    if tail and all(by_id[i].content_type in ("text", "reasoning") for i in tail) \
+            and len({unit_key(i, units) for i in tail}) == 1 and unit_key(tail[0], units) not in \
+            {unit_key(i, units) for i in keep} and members[unit_key(tail[0], units)][0] == tail[0]:
+        keep = keep + tail
     if keep == p.ids:
         return [p]
     if not keep:
         return []
-    by_id = {m.id: m for m in view}
     q = Piece(state.by_raw[keep[0]], state.by_raw[keep[-1]], needed=p.needed)
     for i in keep:
         m = by_id[i]
@@ -167,3 +187,81 @@ def total_chars(pieces: list[Piece]) -> int:
 
 def tool_pct(p: Piece) -> int:
     return js_round(100 * p.tool_share)
+
+
+# ---------------------------------------------------------------------- visible boundaries
+_TAG = re.compile(r'^<acp tokens="[^"]*" type="[^"]*">(m\d{5})</acp>')
+_REF = re.compile(r"(?<![\w])(m\d{5})(?![\w])")
+
+
+def view_refs(view: Any) -> set[str]:
+    """Refs the model can use as range boundaries: the ref tags of the rendered messages
+    (the proxy's ``text-only`` tags leave tool messages without one) and every ref the
+    trailing nudge prints (its range list)."""
+    from doctrine.kernel.host import NUDGE_MESSAGE_ID
+
+    out: set[str] = set()
+    for m in view.messages:
+        if m.id == NUDGE_MESSAGE_ID:
+            out.update(_REF.findall(m.text))
+            continue
+        mt = _TAG.match(m.text)
+        if mt:
+            out.add(mt.group(1))
+    return out
+
+
+def on_visible_refs(pieces: list[Piece], view: list[Message], visible: set[str], units: list[int],
+                    state: Any, count: CountTokens) -> list[Piece]:
+    """Each piece narrowed to the widest sub-range whose boundaries the model can see.
+
+    A start must be a visible ref that opens its unit (a reasoning run before it is pulled
+    in by the kernel); an end a visible ref that closes its unit, or a visible tool call
+    whose results the kernel's tool-pair widening brings along. A piece with no such pair
+    is dropped: the model could not have asked for it.
+    """
+    by_id = {m.id: m for m in view}
+    out = []
+    for p in pieces:
+        keys = [unit_key(i, units) for i in p.ids]
+        n = len(p.ids)
+        starts = [i for i in range(n) if p.refs[i] in visible
+                  and all(by_id[p.ids[k]].content_type == "reasoning" for k in range(i) if keys[k] == keys[i])]
+        if not starts:
+            continue
+        s = starts[0]
+        end = None
+        for j in range(n - 1, s - 1, -1):
+            if p.refs[j] not in visible:
+                continue
+            closes = j == n - 1 or keys[j + 1] != keys[j]
+            # The text (and reasoning) an assistant turn opens with may end a range before
+            # the turn's calls: nothing is widened past it.
+            opens = all(by_id[p.ids[k]].content_type in ("text", "reasoning")
+                        for k in range(j + 1) if keys[k] == keys[j])
+            if closes or opens or by_id[p.ids[j]].content_type == "tool-call":
+                last = j
+                while (last + 1 < n and keys[last + 1] == keys[j]
+                       and by_id[p.ids[j]].content_type == "tool-call"):
+                    last += 1
+                end = (j, last)
+                break
+        if end is None:
+            continue
+        j, last = end
+        first = min(k for k in range(s + 1) if keys[k] == keys[s])  # with its reasoning run
+        if first == 0 and last == n - 1 and (p.start_ref, p.end_ref) == (p.refs[s], p.refs[j]):
+            out.append(p)
+            continue
+        q = Piece(p.refs[s], p.refs[j], needed=p.needed)
+        for i in p.ids[first:last + 1]:
+            m = by_id[i]
+            t = count(m.text)
+            q.ids.append(i)
+            q.refs.append(state.by_raw[i])
+            q.tokens += t
+            q.chars += js_len(m.text)
+            if m.is_tool:
+                q.tool_tokens += t
+        out.append(q)
+    return out

@@ -127,14 +127,20 @@ def test_refusals_only_where_a_range_is_needed(session, doctrine):
     refusals = [s for s in out if s.meta["kind"] == "refusal"]
     assert refusals
     for s in refusals:
+        # Every refusal declines in one line, then the task goes on in the same turn.
+        assert s.meta["declined"] and s.meta["nudge"]["shown"]
+        line = s.messages[-1]["content"].split("\n")[0]
+        assert 0 < len(line) < 200
+        nxt = session.messages[s.point.visible]
+        assert s.messages[-1].get("tool_calls") == nxt.get("tool_calls")
+        if "still needed" not in s.meta["reason"]:
+            continue  # a nudge with nothing worth folding: declined, not refused for a need
         hs = hindsight(session, s.meta["step"], 2)
         ids = [i for r in s.point.nudge.compressible_ranges for i in range_ids(s.point, r.start_ref, r.end_ref)]
         assert any(hs.is_needed(session_index_of(i)) for i in ids)
-        nxt = session.messages[s.point.visible]
-        assert s.messages[-1]["tool_calls"] == nxt["tool_calls"]  # the task goes on in the same turn
     # With no look-ahead the same session is never refused on account of later steps.
     for s in replay_session(session, window=32768, gate="aggressive", doctrine=doctrine, horizon=0, seed=0):
-        if s.meta["kind"] == "refusal":
+        if s.meta["kind"] == "refusal" and "still needed" in s.meta["reason"]:
             hs = hindsight(session, s.meta["step"], 0)
             ids = [i for r in s.point.nudge.compressible_ranges for i in range_ids(s.point, r.start_ref, r.end_ref)]
             assert any(hs.is_needed(session_index_of(i)) for i in ids)

@@ -48,7 +48,13 @@ def test_family_labels_pass_the_checker(family, doctrine):
                 hard = protected_ids_with_pairing(p.flat, p.kconfig)
                 zone = soft_zone(p.flat, p.state, p.kconfig, p.count_tokens)
                 hs = hindsight(session, s.meta["step"], 2)
-                for r in json.loads(calls[0]["function"]["arguments"])["content"]:
+                content = json.loads(calls[0]["function"]["arguments"])["content"]
+                # What the kernel folds for each message range (tool-pair widening included)
+                # is the source its summary is checked against.
+                applied = apply_compression(content, p.compress_messages, p.state, p.kconfig, clock_ms=lambda: 0)
+                assert not applied.errors, applied.errors
+                folded = {b.start_ref: b for b in (applied.state.block(x) for x in applied.new_block_ids)}
+                for r in content:
                     if r["startId"].startswith("b"):
                         # Tier 2/3: the source is the folded blocks plus any raw messages between them.
                         res = apply_compression([r], p.flat, p.state, p.kconfig, clock_ms=lambda: 0)
@@ -64,6 +70,9 @@ def test_family_labels_pass_the_checker(family, doctrine):
                         continue
                     msgs = _range_msgs(p, r["startId"], r["endId"])
                     assert msgs and not {m.id for m in msgs} & (hard | zone)
+                    direct = set(folded[r["startId"]].direct_message_ids)
+                    msgs = [m for m in p.flat if m.id in direct]
+                    assert not direct & (hard | zone)
                     rep = check_summary(source_dicts(msgs, p.state), r["summary"], tier=1, doctrine=doctrine)
                     assert rep.passed, (family, seed, window, s.meta["kind"], rep.reasons)
                     if s.meta["kind"] != "emergency":

@@ -65,9 +65,11 @@ def test_tier2_then_tier3(session, doctrine, hand):
     p3 = hand.point_at(session, 3, doctrine, history=hist, state=state2, overrides=TIER_GATE, action_index=1)
     assert p3.nudge_shown and p3.nudge.tier == 3
     lab3 = label_decision(p3, doctrine=doctrine, horizon=0, seed=0)
-    assert lab3.kind == "tier3" and lab3.conformance["passed"]
-    summary = _args(lab3)["content"][0]["summary"]
-    assert "Source: " in summary and " — " in summary
+    # One tier-2 block is nothing to condense (a digest folds at least two blocks): the
+    # nudge gets a one-line decline in front of the task's own turn, never silence.
+    assert lab3.kind == "refusal" and lab3.declined and lab3.action["type"] == "session"
+    first_line = lab3.message["content"].split("\n")[0]
+    assert first_line and len(first_line) < 120 and "block" in first_line
 
 
 def _folded_log(session, doctrine, hand, summary: str):

@@ -1,0 +1,149 @@
+"""Read a built curriculum the way the model sees it and measure what its labels teach.
+
+    from data_gen.audit import read_rows, audit
+    figures = audit(read_rows("runs/demo/data"))
+
+Everything here reads rows only (``{messages, tools, meta}`` as written to parquet), never
+the replay's state: a check that the labels are learnable must look at what the model is
+shown, not at what the labeler knew.
+
+* **visible refs** of a row: the refs of the ref tags in its context messages
+  (``<acp tokens=.. type=..>m00012</acp>``; with the proxy's ``text-only`` tags a tool
+  message carries none) and every ref printed in the trailing nudge (its range list);
+* an **invisible boundary**: a compress target's ``startId``/``endId`` that is not a
+  visible ref (message refs) or whose block id appears nowhere in the context (block ids);
+* a **silent nudge**: a row whose context ends with a nudge while its target neither
+  compresses nor says a word about it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["audit", "compress_ranges", "invisible_boundaries", "nudge_of", "read_rows", "visible_refs"]
+
+_TAG = re.compile(r'^<acp tokens="[^"]*" type="[^"]*">(m\d{5})</acp>')
+_REF = re.compile(r"(?<![\w])(m\d{5})(?![\w])")
+_BLOCK = re.compile(r"(?<![\w])(b\d+)(?![\w])")
+NUDGE_PREFIX = "[ACP]"
+
+
+def read_rows(data_dir: str | Path, splits: Iterable[str] = ("train", "validation", "test", "heldout")) -> list[dict]:
+    """Every row of the named splits, in file order, ``meta.extra`` decoded into ``meta``."""
+    import pyarrow.parquet as pq
+
+    rows = []
+    for split in splits:
+        for f in sorted((Path(data_dir) / split).glob("*.parquet")):
+            for r in pq.read_table(f).to_pylist():
+                meta = dict(r["meta"])
+                meta.update(json.loads(meta.pop("extra") or "{}"))
+                meta["split"] = split
+                rows.append({"messages": r["messages"], "tools": r["tools"], "meta": meta})
+    return rows
+
+
+def nudge_of(row: dict) -> str:
+    """The trailing nudge's text ('' when the context does not end with one)."""
+    msgs = row["messages"]
+    if len(msgs) >= 2 and msgs[-2]["role"] == "user" and (msgs[-2]["content"] or "").startswith(NUDGE_PREFIX):
+        return msgs[-2]["content"] or ""
+    return ""
+
+
+def visible_refs(row: dict) -> set[str]:
+    """Message refs the model can see: tagged context messages plus the nudge's refs."""
+    out: set[str] = set()
+    for m in row["messages"][1:-1]:
+        mt = _TAG.match(m["content"] or "")
+        if mt:
+            out.add(mt.group(1))
+    out.update(_REF.findall(nudge_of(row)))
+    return out
+
+
+def _context_text(row: dict) -> str:
+    parts = []
+    for m in row["messages"][1:-1]:
+        parts.append(m["content"] or "")
+        parts += [c["function"]["arguments"] for c in m.get("tool_calls") or []]
+    return "\n".join(parts)
+
+
+def compress_ranges(row: dict) -> list[dict]:
+    """The ``content`` ranges of the target's compress call(s)."""
+    out = []
+    for c in row["messages"][-1].get("tool_calls") or []:
+        if c["function"]["name"] == "compress":
+            out += json.loads(c["function"]["arguments"]).get("content") or []
+    return out
+
+
+def invisible_boundaries(row: dict) -> list[str]:
+    """Boundaries of the target's compress ranges the model cannot see in its context."""
+    refs = visible_refs(row)
+    blocks = set(_BLOCK.findall(_context_text(row)))
+    bad = []
+    for r in compress_ranges(row):
+        for key in ("startId", "endId"):
+            ref = str(r.get(key))
+            ok = ref in refs if ref.startswith("m") else ref in blocks
+            if not ok:
+                bad.append(ref)
+    return bad
+
+
+def _silent(row: dict) -> bool:
+    """The context ends with a nudge and the target ignores it (no compress, no word on it)."""
+    if not nudge_of(row) or compress_ranges(row):
+        return False
+    return row["meta"]["kind"] in ("ordinary", "recovery") and not row["meta"].get("declined")
+
+
+def audit(rows: list[dict]) -> dict[str, Any]:
+    """Figures of a curriculum: shares per kind, invisible boundaries, silent nudges, tiers."""
+    kinds = Counter(r["meta"]["kind"] for r in rows)
+    n = max(1, len(rows))
+    compress_rows = [r for r in rows if compress_ranges(r)]
+    invisible = [r for r in compress_rows if invisible_boundaries(r)]
+    boundaries = sum(2 * len(compress_ranges(r)) for r in compress_rows)
+    bad_boundaries = sum(len(invisible_boundaries(r)) for r in compress_rows)
+    tiers = [r for r in rows if r["meta"]["kind"] in ("tier2", "tier3")]
+    single = [r for r in tiers if any(len(x.get("sources") or []) < 2 for x in r["meta"].get("ranges") or [])]
+    urgent_ignored = [r for r in rows if "Compression required" in nudge_of(r) and not compress_ranges(r)]
+    header_figures = 0
+    for r in tiers:
+        for rg in compress_ranges(r):
+            header_figures += sum(1 for ln in rg["summary"].split("\n")
+                                  if re.fullmatch(r"[-*•\s]*[\d.,]+[xK%]?\s*", ln.strip()) and ln.strip())
+    return {
+        "rows": len(rows),
+        "kinds": dict(sorted(kinds.items())),
+        "shares": {k: round(v / n, 3) for k, v in sorted(kinds.items())},
+        "compress_rows": len(compress_rows),
+        "rows_with_invisible_boundary": len(invisible),
+        "invisible_boundaries": bad_boundaries,
+        "boundaries": boundaries,
+        "tier_rows": len(tiers),
+        "tier_single_block": len(single),
+        "tier_bare_figure_lines": header_figures,
+        "silent_nudge_rows": sum(1 for r in rows if _silent(r)),
+        "urgent_nudge_not_compressed": len(urgent_ignored),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:  # python -m data_gen.audit DIR
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    print(json.dumps(audit(read_rows(args[0])), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
