@@ -12,8 +12,8 @@ from .extract import extract_keep_items
 from .extract import source_messages as _source_messages
 from .items import CLASSES, KeepItem
 from .match import Summary, item_credit
-from .usability import UsabilityReport, check_usability
 from .settings import default_doctrine, settings_for
+from .usability import UsabilityReport, check_usability
 
 __all__ = ["ClassResult", "ConformanceReport", "check_summary"]
 

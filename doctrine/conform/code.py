@@ -69,6 +69,8 @@ _THRESHOLD_WORDS = re.compile(
     r"quota|port|interval|delay|size|version)", re.I)
 _HASH = re.compile(r"(?<![\w-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-])")
 _SKELETON_DIGITS = re.compile(r"\d+")
+_TEST_TIMING = re.compile(r"^\s*(?:[✓✔✕✗×√]|PASSED|FAILED|ok|not ok)\s.*\(\d+(?:\.\d+)?\s?m?s\)\s*$|"
+                          r"\bin \d+(?:\.\d+)?s\b.*=+\s*$")
 
 
 def _clean_value(v: str) -> str:
@@ -120,7 +122,9 @@ def scan_values(text: str, msg: str, c: Collector, *, base: float, config_file: 
             if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", num) and all(int(p) < 256 for p in num.split(".")):
                 continue  # an IPv4 address, not a version
             c.add("exact_values", "version", f"{op}{num}", msg, base + vboost, version=num)
-        for m in UNIT_VALUE_RE.finditer(line if not series else ""):
+        # A per-test timing ("✓ parses dates (26 ms)") is runner noise, not a value to keep.
+        timing = _TEST_TIMING.search(line) is not None
+        for m in UNIT_VALUE_RE.finditer(line if not series and not timing else ""):
             unit = m.group("long") or m.group("short")
             c.add("exact_values", "unit_value", f"{m.group('num')}{m.group('sp') or ''}{unit}", msg,
                   base + boost, number=m.group("num"), unit=unit)

@@ -37,7 +37,7 @@ from .items import KeepItem
 from .messages import REF_RE
 from .patterns import PATH, find_path_lines, norm, norm_path, path_suffix_match
 from .prose import RATIONALE_RE
-from .terms import _unit_keys, best_share, norm_number, stem, summary_units, terms
+from .terms import _unit_keys, best_share, norm_number, summary_units, terms
 
 __all__ = ["Summary", "item_credit", "item_kept"]
 
@@ -240,11 +240,12 @@ def item_credit(item: KeepItem, summary: Summary, *, decision_window: int = 240,
         return float(re.search(_number_re(f["version"]) + r"(?![\w]|\.\d)", summary.text) is not None)
     if kind == "unit_value":
         num = _number_re(f["number"])
-        for m in re.finditer(num + r"\s?(?P<u>[^\W\d_]+|%)", summary.text):
+        flat = norm_number(summary.text)  # 15_000 ms is 15000 ms
+        for m in re.finditer(num + r"\s?(?P<u>[^\W\d_]+|%)", flat):
             u = m.group("u")
             if u.startswith(f["unit"]) or f["unit"].startswith(u):  # 512Mi ~ 512 MiB, not 512 MB
                 return 1.0
-        return 0.5 if re.search(num + r"(?![\w.])", summary.text) else 0.0
+        return 0.5 if re.search(num + r"(?![\w.])", flat) else 0.0
     if kind == "setting":
         return _setting_credit(f, summary)
     if kind == "test_counts":

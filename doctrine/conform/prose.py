@@ -123,7 +123,7 @@ def add_decision(sents: list[str], n: int, msg: str, c: Collector, salience: flo
 
 
 def _is_prose(sentence: str) -> bool:
-    return bool(sentence) and not _TAGGY.match(sentence) and len(re.findall(r"[A-Za-z]{2,}", sentence)) >= 3
+    return bool(sentence) and not _TAGGY.match(sentence) and len(re.findall(r"[A-Za-z]{2,}", sentence)) >= 2
 
 
 def scan_user_text(text: str, msg: str, c: Collector, *, first: bool) -> list[str]:

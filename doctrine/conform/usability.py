@@ -28,6 +28,9 @@ from .terms import norm_number
 
 __all__ = ["UsabilityReport", "check_usability"]
 
+_CAPS_HEADING = re.compile(r"^[A-Z][A-Z ,&/-]{1,40}:?$")
+# A short leading label before refs ("RESTORE FROM m1-m9", "Restore from: m1", "**Refs** m1").
+_LABEL = re.compile(r"^(?:\*\*[^*]+\*\*|[A-Za-z][A-Za-z ]{0,20}:|[A-Z][A-Z ]{1,20}(?= ))\s*")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*:?\s*$|__[^_]+__\s*$)")
 _SOURCE = re.compile(r"^[\s>*_`#-]*(?:Source|Topic):?", re.I)
 _BULLET = re.compile(r"^\s*(?:[-*•+>]|\d+[.)])\s+")
@@ -85,9 +88,10 @@ def _content_lines(summary: str) -> list[str]:
         if title or _HEADING.match(line) or _SOURCE.match(line):
             continue
         body = _BULLET.sub("", line).strip()
-        if not body:
+        if not body or _CAPS_HEADING.match(body):
             continue
-        if not _REF.sub("", re.sub(r"\*\*[^*]+\*\*|[(),;:.\s]|refs?", " ", body, flags=re.I)).strip():
+        label_free = _LABEL.sub("", body)
+        if not _REF.sub("", re.sub(r"\*\*[^*]+\*\*|[(),;:.\s]|refs?", " ", label_free, flags=re.I)).strip():
             continue  # only refs ("m00012-m00020", "**Source refs** m1-m9")
         if body.endswith(":") and len(_WORD.findall(body)) <= 8 and not _NUMBER.search(body):
             continue  # a sub-heading ("Edits in src/a.py:")

@@ -86,9 +86,16 @@ HEADINGS = {
     "decisions": ("Decisions", "Decided", "Choices made"),
     "artifacts": ("Exact details", "Artifacts", "Files, code and errors"),
     "state": ("State", "Findings", "Status"),
+    "steps": ("What was done", "Steps", "Work so far"),
     "open": ("Open", "Open items", "Still open"),
     "dropped": ("Dropped", "Left out", "Not kept"),
     "refs": ("Refs", "Restore from", "Source refs"),
+}
+
+STEP_VERBS = {
+    "ran": ("Ran", "Ran", "Executed"),
+    "edited": ("Edited", "Changed", "Edited"),
+    "read": ("Read", "Viewed", "Opened"),
 }
 
 HEADING_STYLES = ("{h}:", "## {h}", "{H}", "**{h}**")

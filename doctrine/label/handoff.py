@@ -1,0 +1,462 @@
+"""Read a message range as steps, and write what happened as handoff sentences.
+
+The labeler's own reading of a range, independent of the conformance checker's extraction
+(the checker judges the result; it never supplies the content). A range becomes:
+
+* the **task**: the user's first sentences and their constraints, quoted in the user's words;
+  later user messages that change the goal; user questions the range leaves unanswered;
+* **steps**: each tool call with its result, written as one sentence: what was done
+  (``Ran `pytest -q` (m00012)``, ``Edited src/a.py:40``) and what came of it (the exact error
+  line and where it was raised, the test counts, the changed line, or the agent's own
+  remark on the output when the output itself is not worth keeping);
+* **decisions**: the agent's sentences that choose something and give a reason;
+* **open items**: TODOs written in edits, "still need to" / "next:" remarks, unanswered questions;
+* **drops**: one line per large output saying what it was and where to restore it from.
+
+Exact items (paths with lines, error lines, ``KEY=value``, test counts, code lines) are copied
+character for character from the messages; nothing is computed or rounded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from doctrine.kernel.messages import Message
+
+__all__ = ["Line", "RangeReading", "read_range"]
+
+_TAG = re.compile(r"<acp\b[^>]*>\s*m\d+\s*</acp>\n?")
+_TRAILER = re.compile(r"^\[(?:The command completed|Command finished)[^\]]*\]\s*$", re.M)
+_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
+_CONSTRAINT = re.compile(
+    r"\b(?:must|don't|do not|never|always|keep|only|without|avoid|make sure|ensure|no new|not (?:change|touch|modify))\b",
+    re.I)
+_DECIDE = re.compile(
+    r"\b(?:decided|I'll|I will|we'll|let's|instead of|rather than|switch(?:ed|ing)? to|chose|choose|go with|"
+    r"recommend|prefer|settled on|pick(?:ed)?|opt(?:ed)? for)\b", re.I)
+_BECAUSE = re.compile(r"\b(?:because|since|so that|so the|so a|so it|due to|given that|to avoid|otherwise|"
+                      r"which means|in order to)\b", re.I)
+_OPEN = re.compile(r"\b(?:still need to|still needs|not yet|todo|fixme|next:|next step|remaining:|left to do|"
+                   r"have not run|haven't run)", re.I)
+_TODO = re.compile(r"\b(?:TODO|FIXME)\b[:(\s-]*(?P<body>[^\n]+)")
+_AGREE = re.compile(r"^(?:ok(?:ay)?|agreed|yes|sounds good|go ahead|do that|fine|great|thanks|perfect)\b", re.I)
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
+_LIBRARY = re.compile(r"site-packages|dist-packages|/lib/python\d|<frozen|<string>|node_modules|^<")
+_EXC = re.compile(r"^(?P<line>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault|"
+                  r"Timeout)(?::\s.*)?)$")
+_PREFIXED = re.compile(r"^(?:E\s{2,}|ERROR:?\s|FATAL:?\s|fatal:\s|npm ERR!\s|error\s(?=TS\d))(?P<line>.+)$|"
+                       r"^(?P<err>Error: .+)$")
+_PYTEST_FAIL = re.compile(r"^(?:FAILED|ERROR) (?P<id>\S+::\S+)(?: - (?P<why>.+))?$")
+_TS = re.compile(r"^(?P<path>[^\s(:]+\.(?:tsx?|jsx?))(?:\((?P<l1>\d+),\d+\)|:(?P<l2>\d+):\d+)\s*[:-]?\s*"
+                 r"error (?P<msg>TS\d+: .+)$")
+_JEST_FAIL = re.compile(r"^\s*● (?P<name>.+ › .+)$")
+_JEST_COUNTS = re.compile(r"^\s*Tests:\s+(?P<c>(?:\d+ (?:failed|passed|skipped|todo|total)(?:, )?)+)")
+_PY_COUNTS = re.compile(r"^[=\s]*(?P<c>(?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|warnings?|deselected)"
+                        r"(?:, )?)+)(?: in [\d.]+s)?\b")
+_TB_EXC = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s.*)?$")
+_PYTEST_LOC = re.compile(r"^(?P<loc>[\w./-]+\.py:\d+): (?:[A-Z]\w+|in \w+)")
+_LOG_LEVEL = re.compile(r"(?:^|[\s\[|])(?:ERROR|FATAL|CRITICAL)(?:[\]|:]|\s)\s*(?:\[[^\]]{1,30}\]\s*)?(?P<msg>.+)$")
+_STATUS = re.compile(r"^(?:Reason|Exit Code|State):\s+(?:OOMKilled|Error|CrashLoopBackOff|\d{2,3})\b")
+_GREP_HIT = re.compile(r"^(?P<path>[\w./-]+\.\w+):(?P<line>\d+):(?:\d+:)?(?P<text>.+)$")
+_CAT_N = re.compile(r"^\s*(?P<n>\d+)\t(?P<code>.*)$")
+_SETTING = re.compile(r"(?<![\w.-])(?P<kv>[A-Za-z_][\w.-]*\s*[=:]\s*[^\s,;]+)")
+_SIG = re.compile(r"^\s*(?:export\s+)?(?:async\s+)?(?:def|class|function|interface|type|const|struct|fn|func)\s+\w+")
+
+
+def clean(text: str) -> str:
+    """Message text without acp tags and harness trailers."""
+    return _TRAILER.sub("", _TAG.sub("", text or "")).strip()
+
+
+def _sentences(text: str) -> list[str]:
+    text = re.sub(r"```.*?(```|$)", " ", text, flags=re.S)
+    out = []
+    for para in re.split(r"\n\s*\n|\n(?=\s*[-*]\s)", text):
+        para = " ".join(re.sub(r"^\s*[-*]\s+", "", para).split())
+        out += [s.strip() for s in _SENT.split(para) if s.strip()]
+    return out
+
+
+def short(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    cut = line[:limit]
+    sp = cut.rfind(" ")
+    return (cut[:sp] if sp > limit // 2 else cut).rstrip(" ,;:") + "..."
+
+
+_REFS = re.compile(r"\((m\d{5})(?:, m\d{5})*\)")
+
+
+@dataclass
+class Line:
+    """One sentence of the handoff and how much it matters when space is short."""
+
+    section: str  # goal | decisions | steps | state | open | dropped
+    text: str
+    priority: int  # 0 keeps longest
+    must: bool = False
+    order: int = 0
+
+
+@dataclass
+class RangeReading:
+    lines: list[Line] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)
+
+    def add(self, section: str, text: str, priority: int, must: bool = False) -> None:
+        if section == "steps":
+            # The same step again (a rerun, a series of similar edits): one line, every ref.
+            skel = _REFS.sub("#", text)
+            for ln in self.lines:
+                if ln.section == "steps" and _REFS.sub("#", ln.text) == skel:
+                    new = _REFS.search(text)
+                    if new:
+                        ln.text = ln.text.replace(")", f", {new.group(1)})", 1) if "(" in ln.text else ln.text
+                    return
+        key = " ".join(text.lower().split())
+        for ln in self.lines:
+            have = " ".join(ln.text.lower().split())
+            if have == key or (len(key) >= 40 and key in have):  # said already, or inside a longer line
+                ln.must = ln.must or must
+                return
+        self.lines.append(Line(section, text, priority, must, len(self.lines)))
+
+
+def _args(call: Message | None) -> dict[str, Any]:
+    if call is None:
+        return {}
+    try:
+        a = json.loads(call.text)
+    except (ValueError, TypeError):
+        return {}
+    return a if isinstance(a, dict) else {}
+
+
+def _errors(out: str) -> tuple[list[str], str | None]:
+    """Exact error lines of an output (most telling first) and where the error was raised."""
+    lines = out.split("\n")
+    found: list[str] = []
+    where = None
+    frames: list[str] = []
+    shapes: set[str] = set()
+    locs: list[str] = []
+    in_tb = False
+    for raw in lines:
+        s = raw.strip()
+        if s.startswith("Traceback (most recent call last)"):
+            in_tb = True
+            continue
+        m = _FRAME.match(raw)
+        if m:
+            if not _LIBRARY.search(m.group("path")):
+                frames.append(f"{m.group('path')}:{m.group('line')}")
+            continue
+        if in_tb and raw[:1].strip() and _TB_EXC.match(s):
+            found.append(s)  # the exception line that ends a traceback, whatever its class
+            in_tb = False
+            continue
+        m = _PYTEST_LOC.match(s)
+        if m:
+            if m.group("loc") not in locs:
+                locs.append(m.group("loc"))
+            continue
+        m = _LOG_LEVEL.search(s)
+        if m and m.start() < 60:
+            msg = m.group("msg").strip()
+            shape = re.sub(r"\d+", "#", msg)
+            if len(msg) >= 8 and shape not in shapes and len(shapes) < 3:
+                shapes.add(shape)
+                found.append(msg)
+            continue
+        m = _STATUS.match(s)
+        if m:
+            found.append(s)
+            continue
+        m = _TS.match(s)
+        if m:
+            found.append(m.group("msg"))
+            where = where or f"{m.group('path')}:{m.group('l1') or m.group('l2')}"
+            continue
+        for pat, grp in ((_PYTEST_FAIL, "id"), (_JEST_FAIL, "name"), (_EXC, "line"), (_PREFIXED, "line")):
+            m = pat.match(s)
+            if m:
+                found.append((m.group(grp) or m.groupdict().get("err") or "").strip())
+                if pat is _PYTEST_FAIL and m.group("why"):
+                    found.append(m.group("why").strip())
+                break
+        if s.startswith(("Expected:", "Received:")) and found:
+            found.append(s)
+    if frames:
+        where = frames[-1]
+    elif locs:
+        where = " and ".join(locs[:2])
+    # The last exception of a traceback says most; keep a few, in order, without repeats.
+    uniq = list(dict.fromkeys(found))
+    exc = [x for x in uniq if _EXC.match(x)]
+    rest = [x for x in uniq if x not in exc]
+    return (exc[-1:] + rest + exc[:-1])[:4], where
+
+
+def _counts(out: str) -> str | None:
+    """The run's test counts: jest's ``Tests:`` line, else the last pytest-style count line."""
+    jest = pytest = None
+    for line in out.split("\n"):
+        m = _JEST_COUNTS.match(line)
+        if m:
+            jest = m.group("c").strip().rstrip(",")
+            continue
+        m = _PY_COUNTS.match(line)
+        if m:
+            pytest = m.group("c").strip().rstrip(",")
+    return jest or pytest
+
+
+def _edit_sentence(args: dict[str, Any], result: str, verb: str) -> tuple[str, list[str]]:
+    path = str(args.get("path", "a file"))
+    new = args.get("new_str") if isinstance(args.get("new_str"), str) else None
+    old = args.get("old_str") if isinstance(args.get("old_str"), str) else ""
+    if args.get("command") == "create" and isinstance(args.get("file_text"), str):
+        sigs = [ln.strip() for ln in args["file_text"].split("\n") if _SIG.match(ln)][:2]
+        tail = f", defining {' and '.join(f'`{s}`' for s in sigs)}" if sigs else ""
+        return f"Created {path}{tail}", []
+    if new is None:
+        return f"{verb} {path}; the change itself is in the restored message", []
+    old_lines = {" ".join(x.split()) for x in old.split("\n")}
+    changed = [ln for ln in new.split("\n") if " ".join(ln.split()) not in old_lines and ln.strip()]
+    todos = [f"TODO in {path}: {m.group('body').strip()}" for ln in changed for m in [_TODO.search(ln)] if m]
+    code = [ln.strip() for ln in changed if not ln.strip().startswith(("#", "//"))]
+    if not code:
+        return f"{verb} {path}, changing comments only", todos
+    where = path
+    for row in result.split("\n"):
+        m = _CAT_N.match(row)
+        if m and m.group("code").strip() == code[0]:
+            where = f"{path}:{m.group('n')}"
+            break
+    more = [c for c in code[1:] if re.search(r"[=:]\s*[\"']?\d", c)][:2]  # changed values, too
+    tail = "".join(f", and `{short(c, 120)}`" for c in more)
+    return f"{verb} {where}: the line now reads `{short(code[0], 160)}`{tail}", todos
+
+
+_BANNER = re.compile(r"^\[(?:Restored|assistant|user|tool|system)\b")
+_CD = re.compile(r"^\s*cd\s+\S+\s*&&\s*")
+_WORDS = re.compile(r"[A-Za-z_][\w-]{3,}")
+
+
+def _question(rd: RangeReading, q: str, m: Message, later: list[Message], ref_of: Any) -> None:
+    """A user question: settled by the next assistant reply (a decision), or still open."""
+    words = {w.lower() for w in _WORDS.findall(q)}
+    reply = next((x for x in later if x.content_type == "text" and x.role == "assistant" and clean(x.text)), None)
+    if reply is not None:
+        text = clean(reply.text)
+        shared = words & {w.lower() for w in _WORDS.findall(text)}
+        if len(shared) >= 2 or (shared and _BECAUSE.search(text)):
+            after = [x for x in later if x.content_type == "text" and x.role == "user"]
+            agreed = next((x for x in after if _AGREE.match(clean(x.text))), None)
+            sents = _sentences(text)
+            answer = " ".join(sents[:2]) if len(" ".join(sents[:2])) <= 320 else short(sents[0], 320)
+            who = f"; the user agreed ({ref_of(agreed)})" if agreed is not None else ""
+            rd.add("decisions", f"Asked ({ref_of(m)}) \"{short(q, 160)}\", the answer ({ref_of(reply)}) was: "
+                                f"{answer}{who}", 1, True)
+            return
+    rd.add("open", f"The user asked ({ref_of(m)}), not yet answered: \"{short(q, 200)}\"", 1, True)
+
+
+# Tuning knobs written in code (timeout=5, max_retries: 3): the values a change must carry over.
+_KNOB = re.compile(r"(?<![\w.])\w*(?:timeout|limit|max|min|retries|retry|size|ttl|port|interval|delay|workers|"
+                   r"threshold)\w*\s*[=:]\s*-?\d[\w.]*", re.I)
+_CONFIG_EXT = re.compile(r"\.(?:json|ya?ml|toml|ini|cfg|env|properties)$|(?:^|/)\.env")
+_CFG_ROW = re.compile(r"^\s*[\"']?[\w.@/-]+[\"']?\s*[:=]\s*[\"']?[\w.^~<>=@/-]*\d[\w.^~<>=@/-]*[\"']?,?\s*$")
+
+
+def _diff_changes(out: str) -> list[str]:
+    """Up to three added lines of a unified diff, each with the file and line it lands on."""
+    path, line, found = None, None, []
+    for row in out.split("\n"):
+        if row.startswith("+++ "):
+            p = row[4:].strip()
+            path = p[2:] if p.startswith("b/") else p
+            continue
+        m = re.match(r"^@@ -\d+(?:,\d+)? \+(\d+)", row)
+        if m:
+            line = int(m.group(1))
+            continue
+        if line is None:
+            continue
+        if row.startswith("+") and row[1:].strip() and len(found) < 3:
+            found.append(f"`{short(row[1:].strip(), 120)}` at {path}:{line}")
+        if not row.startswith("-"):
+            line += 1
+    return found
+
+
+def _purpose(messages: list[Message], call: Message | None) -> str:
+    """The agent's words just before a call (why it ran), if it wrote any."""
+    if call is None:
+        return ""
+    try:
+        i = messages.index(call)
+    except ValueError:
+        return ""
+    prev = messages[i - 1] if i > 0 else None
+    same_turn = prev is not None and (call.id or "").split("#", 1)[0] == (prev.id or "").split("#", 1)[0]
+    if prev is not None and same_turn and prev.role == "assistant" and prev.content_type == "text":
+        sents = _sentences(clean(prev.text))
+        return short(sents[0], 120).rstrip(".") if sents else ""
+    return ""
+
+
+def _view_sentence(path: str, out: str, ref: str, verb: str, purpose: str) -> str:
+    """A file (or folder) read: what it defines or sets, in the file's own words."""
+    rows = [m.group("code").strip() for m in (_CAT_N.match(r) for r in out.split("\n")) if m]
+    why = f" ({purpose})" if purpose else ""
+    if not rows:
+        return f"{verb} {path} ({ref}){why}; its listing is not needed word for word."
+    if _CONFIG_EXT.search(path):
+        picked = [r.rstrip(",") for r in rows if _CFG_ROW.match(r)][:4]
+        if picked:
+            return f"{verb} {path} ({ref}){why}; it sets " + ", ".join(f"`{short(p, 80)}`" for p in picked) + "."
+    knobs = list(dict.fromkeys(m.group(0) for r in rows for m in _KNOB.finditer(r)))[:2]
+    uses = f"; it uses {' and '.join(f'`{k}`' for k in knobs)}" if knobs else ""
+    sigs = sorted((r for r in rows if _SIG.match(r)), key=lambda r: not re.match(
+        r"(?:export\s+)?(?:async\s+)?(?:def|class|function|fn|func|interface)\b", r))[:6]
+    if sigs:
+        return (f"{verb} {path} ({ref}){why}; it defines " + ", ".join(f"`{short(x.rstrip('{:').strip(), 90)}`"
+                                                                      for x in sigs)
+                + uses + ".")
+    if uses:
+        return f"{verb} {path} ({ref}){why}{uses}."
+    return f"{verb} {path} ({ref}){why}; nothing in it is needed word for word."
+
+
+def read_range(messages: list[Message], refs: dict[str, str], *, big_output_tokens: int,
+               count: Any, facts: list[tuple[str, str, bool]] = (), verbs: dict[str, str] | None = None) -> RangeReading:
+    """The handoff lines of ``messages`` (``refs``: raw id -> kernel ref)."""
+    verbs = verbs or {"ran": "Ran", "edited": "Edited", "read": "Read"}
+    rd = RangeReading()
+    calls = {m.tool_call_id: m for m in messages if m.content_type == "tool-call" and m.tool_call_id}
+    texts = [m for m in messages if m.content_type == "text"]
+    first_user = next((m for m in texts if m.role == "user"), None)
+    ref_of = lambda m: refs.get(m.id, m.id)  # noqa: E731
+    rd.refs = [r for r in (ref_of(m) for m in messages) if r and r.startswith("m")]
+
+    for i, m in enumerate(messages):
+        text = clean(m.text)
+        if m.content_type == "text" and m.role == "user" and text and not text.startswith("[ACP]"):
+            sents = [s for s in _sentences(text) if len(s.split()) >= 3 and not s.startswith("<")]
+            lead = ""
+            if m is first_user and sents:
+                lead = " ".join(sents[:2]) if len(sents[0]) < 80 and len(sents) > 1 and not sents[1].endswith("?") \
+                    else sents[0]
+                rd.add("goal", f"The user asked ({ref_of(m)}): \"{short(lead, 260)}\"", 0, True)
+            for s in sents:
+                if s in lead:
+                    continue
+                if s.endswith("?"):
+                    _question(rd, s, m, messages[i + 1:], ref_of)
+                elif _AGREE.match(s) and len(s.split()) <= 6:
+                    continue
+                elif m is first_user:
+                    if _CONSTRAINT.search(s):
+                        rd.add("goal", f"Constraint: \"{short(s, 200)}\"", 0, True)
+                else:
+                    kind = "Constraint" if _CONSTRAINT.search(s) else "The user added"
+                    rd.add("goal", f"{kind} ({ref_of(m)}): \"{short(s, 200)}\"", 0, True)
+        elif m.content_type == "text" and m.role == "assistant" and text:
+            sents = _sentences(text)
+            for n, s in enumerate(sents):
+                if _DECIDE.search(s):
+                    reason = next((" ".join(sents[n:n + k + 1]) for k in (0, 1, 2)
+                                   if n + k < len(sents) and _BECAUSE.search(sents[n + k])), None)
+                    if reason:
+                        rd.add("decisions", short(reason, 320), 1, True)
+                        continue
+                if _OPEN.search(s):
+                    rd.add("open", short(s, 220), 1, True)
+        elif m.content_type == "tool-result":
+            call = calls.get(m.tool_call_id)
+            args = _args(call)
+            out = clean(m.text)
+            name = (m.tool_name or (call.tool_name if call else "") or "tool")
+            ref = ref_of(m)
+            cmd = args.get("command") if isinstance(args.get("command"), str) else None
+            if "path" in args and (cmd in ("str_replace", "insert", "create") or "new_str" in args):
+                sentence, todos = _edit_sentence(args, out, verbs["edited"])
+                rd.add("steps", f"{sentence} ({ref}).", 1)
+                for t in todos:
+                    rd.add("open", t, 1, True)
+                continue
+            if cmd == "view" and "path" in args:
+                nxt = messages[i + 1] if i + 1 < len(messages) else None
+                note = _sentences(clean(nxt.text)) if nxt is not None and nxt.role == "assistant" and \
+                    nxt.content_type == "text" else []
+                line = _view_sentence(str(args["path"]), out, ref, verbs["read"], _purpose(messages, call))
+                if note and not (_DECIDE.search(note[0]) and _BECAUSE.search(note[0])):
+                    line = line.rstrip(".") + f"; what it showed: {short(note[0], 200).rstrip('.')}."
+                rd.add("steps", line, 2 if note else 3)
+                continue
+            rows = [r for r in out.split("\n") if r.strip()]
+            if cmd and len(rows) >= 3 and sum(1 for r in rows if _CAT_N.match(r)) >= 0.6 * len(rows):
+                # A file printed with line numbers through the shell (cat -n, nl): a file read.
+                target = next((t for t in reversed(cmd.split()) if "." in t or "/" in t), cmd)
+                rd.add("steps", _view_sentence(target, out, ref, verbs["read"], _purpose(messages, call)), 3)
+                continue
+            errors, where = _errors(out)
+            counts = _counts(out)
+            diff = _diff_changes(out)
+            what = f"`{short(_CD.sub('', cmd), 90)}`" if cmd else f"the {name} tool"
+            parts = []
+            if counts:
+                parts.append(f"the result was {counts}")
+            if errors:
+                at = f" at {where}" if where else ""
+                parts.append(f"it failed with `{short(errors[0], 200)}`{at}")
+                for extra in errors[1:3]:
+                    parts.append(f"also `{short(extra, 160)}`")
+            if diff:
+                parts.append("the diff adds " + "; ".join(diff))
+            hits = [_GREP_HIT.match(r.strip()) for r in out.split("\n")]
+            hits = [h for h in hits if h][:5]
+            if hits and not errors:
+                parts.append("it found " + "; ".join(f"`{short(h.group('text').strip().replace('`', chr(39)), 80)}` "
+                                                      f"at {h.group('path')}:{h.group('line')}" for h in hits))
+            nxt = messages[i + 1] if i + 1 < len(messages) else None
+            remark = clean(nxt.text) if nxt is not None and nxt.role == "assistant" and nxt.content_type == "text" else ""
+            body = [r.strip() for r in out.split("\n") if r.strip() and not _BANNER.match(r.strip())]
+            first = _sentences(remark)[0] if remark and _sentences(remark) else ""
+            if first and _DECIDE.search(first) and _BECAUSE.search(remark):
+                first = ""  # a decision, listed with the decisions
+            if first and not parts:
+                parts.append(f"what it showed: {short(first, 220).rstrip('.')}")
+            elif not parts and body and len(body[0]) <= 160:
+                shown = body[:2] if len(body) > 1 and len(body[0]) + len(body[1]) <= 160 else body[:1]
+                parts.append("it printed " + "; ".join(f"`{b}`" for b in shown))
+            if not parts:
+                parts.append("its output was read and nothing in it is needed word for word")
+            rd.add("steps", f"{verbs['ran']} {what} ({ref}): " + "; ".join(p for p in parts if p) + ".",
+                   1 if errors or counts else 3, bool(errors))
+            if count(m.text) >= big_output_tokens:
+                rd.add("dropped", f"The full output of {what} is folded here; restore {ref} if its raw text is needed.", 4)
+
+    # Ground-truth facts of the range that no line carries yet are kept verbatim, with where
+    # they came from.
+    for text, kind, needed in facts:
+        flat = " ".join(text.split())
+        if not flat or any(flat in " ".join(ln.text.split()) for ln in rd.lines):
+            continue
+        src = next((ref_of(m) for m in messages if flat in " ".join(clean(m.text).split())), None)
+        if src is None:
+            continue  # not written in this range's text (pruned or escaped): nothing to quote
+        where = f" (from {src})"
+        label = {"decisions": "Decision", "user_intent": "The user's words", "open_questions": "Still open",
+                 "error_strings": "The exact error", "paths_with_lines": "The location",
+                 "signatures": "The code involved"}.get(kind, "The exact value")
+        section = {"decisions": "decisions", "open_questions": "open", "user_intent": "goal"}.get(kind, "state")
+        rd.add(section, f"{label}{where}: `{flat}`" if kind not in ("decisions", "user_intent", "open_questions")
+               else f"{label}{where}: {flat}", 1, needed)
+    return rd
