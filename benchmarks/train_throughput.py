@@ -1,17 +1,26 @@
-"""Training tokens per second for the demo recipe, with and without packing / padding-free.
+"""Training throughput of the loss-preserving variants against the current demo recipe.
 
-    python benchmarks/train_throughput.py [--data runs/demo/data] [--steps 8] [--max-length 4096] [--model SPEC]
+    python benchmarks/train_throughput.py [--data runs/demo/data] [--steps 3] [--model SPEC] [--only NAME ...]
 
-Uses the demo curriculum (built into a temp folder with configs/data/demo.yaml when
---data is absent or incomplete) and configs/train/demo.yaml, runs a few optimizer steps per
-variant and prints tokens/s (all tokens the model processed, from TRL's num_tokens) and the
-ratio to the unpacked run. Figures, not assertions.
+Uses the demo curriculum (built into a temp folder with configs/data/demo.yaml when --data
+is absent or incomplete) and configs/train/demo.yaml. Every variant trains the same first
+--steps optimizer steps (same seed, so the same samples) in a process of its own, so that
+its peak memory (RSS, max resident set of that process: model, data and training) is its
+own; this script runs them one after another and prints target tokens/s (label tokens
+trained on), total tokens/s (every token the model processed), peak RSS, the mean loss of
+those steps and the ratio of target tokens/s to the current demo recipe. The loss column
+is the check that a variant trains the same thing: the batch-1 variants take the same
+optimizer steps on the same samples and match the baseline's loss to float tolerance; the
+batch-2 variant takes half the steps over the same samples, so its loss differs by design.
+Figures, not assertions.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,22 +29,60 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# name -> recipe overrides on configs/train/demo.yaml. "demo" pins the demo recipe as it was
+# before these switches existed (TRL's loss, gradient checkpointing, one padded sample a step).
+BASELINE = ["trainer.target_only_logits=false", "model.gradient_checkpointing=true",
+            "data.padding_free=false", "data.packing=false"]
+VARIANTS: dict[str, list[str]] = {
+    "demo": BASELINE,
+    "target-only": [*BASELINE, "trainer.target_only_logits=true"],
+    "target-only, no-ckpt": [*BASELINE, "trainer.target_only_logits=true", "model.gradient_checkpointing=false"],
+    # Two samples a step, back to back in one row: the same tokens per second at best on a
+    # CPU (no padding to skip at batch 1); its point is a GPU's larger batches.
+    "padding-free x2, target-only, no-ckpt": [
+        *BASELINE, "trainer.target_only_logits=true", "model.gradient_checkpointing=false",
+        "data.padding_free=true", "trainer.per_device_train_batch_size=2"],
+}
+
+
+def run_one(name: str, data: Path, steps: int, model: str, out: Path) -> dict:
+    import resource
+
+    from doctrine.config import load_config
+    from train.recipe import TrainRecipe
+    from train.sft import run_training
+
+    recipe = load_config(ROOT / "configs/train/demo.yaml", TrainRecipe, [
+        f"data.dir={data}", f"model.spec={model}", f"trainer.max_steps={steps}", "trainer.save_steps=100000",
+        "trainer.eval_steps=null", "trainer.logging_steps=1", *VARIANTS[name]])
+    stage = run_training(recipe, out, log=lambda *a: None)
+    m = json.loads((stage / "metrics.json").read_text())
+    steps_logged = [h for h in m["log_history"] if "loss" in h]
+    return {
+        "variant": name, "steps": m["global_step"], "seconds": m["train_runtime_s"],
+        "tokens": max(float(h.get("num_tokens", 0)) for h in steps_logged),
+        "target_tokens": max(float(h.get("num_target_tokens", 0)) for h in steps_logged),
+        "mean_loss": sum(m["losses"]) / len(m["losses"]),
+        "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+    }
+
 
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--data", default=str(ROOT / "runs/demo/data"))
-    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--steps", type=int, default=3, help="optimizer steps per variant (batch-1 variants)")
     p.add_argument("--model", default="embedded:smollm2-135m-instruct")
-    # Packed rows are always max_length long; on the CPU, attention at 6K tokens per row
-    # needs ~16 GB (seen: OOM-killed beside another job on a 24 GB machine), so the
-    # benchmark compares the variants at 4K.
-    p.add_argument("--max-length", type=int, default=4096)
+    p.add_argument("--only", nargs="*", choices=list(VARIANTS), help="run these variants only")
+    p.add_argument("--one", choices=list(VARIANTS), help=argparse.SUPPRESS)  # child process
+    p.add_argument("--out", help=argparse.SUPPRESS)
     args = p.parse_args()
+
+    if args.one:
+        print("RESULT " + json.dumps(run_one(args.one, Path(args.data), args.steps, args.model, Path(args.out))))
+        return 0
 
     from doctrine.config import load_config
     from doctrine.runs import stage_complete
-    from train.recipe import TrainRecipe
-    from train.sft import run_training
 
     tmp = Path(tempfile.mkdtemp(prefix="dtw-bench-train-"))
     data = Path(args.data)
@@ -47,23 +94,30 @@ def main() -> int:
         t0 = time.time()
         build_curriculum(load_config(ROOT / "configs/data/demo.yaml", DataRecipe), data, progress=False)
         print(f"built the demo curriculum in {time.time() - t0:.1f}s -> {data}")
-    variants = [("unpacked", []), ("packing (bfd)", ["data.packing=true"]),
-                ("padding-free", ["data.padding_free=true"])]
-    results = {}
-    for name, extra in variants:
-        recipe = load_config(ROOT / "configs/train/demo.yaml", TrainRecipe, [
-            f"data.dir={data}", f"model.spec={args.model}", f"trainer.max_steps={args.steps}",
-            f"data.max_length={args.max_length}",
-            "trainer.save_steps=100000", "trainer.eval_steps=null", "trainer.logging_steps=1", *extra])
-        stage = run_training(recipe, tmp / name.split()[0], log=lambda *a: None)
-        m = json.loads((stage / "metrics.json").read_text())
-        tokens = max(float(h.get("num_tokens", 0)) for h in m["log_history"])
-        secs = m["train_runtime_s"]
-        results[name] = tokens / secs
-        print(f"{name:<14} {int(float(tokens)):>8} tokens in {secs:7.1f}s  {results[name]:8.1f} tokens/s")
-    base = results["unpacked"]
-    for name, tps in results.items():
-        print(f"ratio {name:<14} {tps / base:.2f}x")
+    results = []
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
+    for i, name in enumerate(args.only or VARIANTS):
+        # A batch-2 variant covers the baseline's samples in half the steps.
+        batch = 2 if "x2" in name else 1
+        steps = max(1, args.steps // batch)
+        cmd = [sys.executable, __file__, "--one", name, "--data", str(data), "--steps", str(steps),
+               "--model", args.model, "--out", str(tmp / f"v{i}")]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+        if proc.returncode or line is None:
+            print(f"{name}: failed (exit {proc.returncode})\n{proc.stderr[-3000:]}")
+            continue
+        r = json.loads(line[len("RESULT "):])
+        results.append(r)
+        print(f"{name:<40} {r['steps']} steps {r['seconds']:7.1f}s  {r['target_tokens'] / r['seconds']:6.1f} target tok/s  "
+              f"{r['tokens'] / r['seconds']:7.1f} tok/s  peak RSS {r['peak_rss_gb']:5.1f} GB  loss {r['mean_loss']:.4f}",
+              flush=True)
+    base = next((r for r in results if r["variant"] == "demo"), None)
+    if base:
+        base_tps = base["target_tokens"] / base["seconds"]
+        for r in results:
+            print(f"ratio {r['variant']:<40} {r['target_tokens'] / r['seconds'] / base_tps:5.2f}x target tokens/s")
+    print(json.dumps({"data": str(data), "steps": args.steps, "model": args.model, "results": results}))
     return 0
 
 

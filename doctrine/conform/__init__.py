@@ -47,8 +47,26 @@ a summary could reasonably keep. The main choices:
 * message refs: the first and last ref of the range (any one for a range of <= 3 refs);
   for tier-2/3 sources, each source block id.
 
-A repeated candidate keeps its best salience plus a small log-count boost. Matching rules
-are in :mod:`.match`; DROP detection in :mod:`.drop`; scoring in :func:`check_summary`.
+* resolution: a user question that the next assistant reply settles (a recommendation, or
+  an answer with a reason, sharing its terms) is a decision (0.95 when the user then
+  approves it, "OK, do that"), not an open question; approvals add no user-intent item.
+
+A repeated candidate keeps its best salience plus a small log-count boost.
+
+How a summary is scored
+-----------------------
+Each item gets a credit in [0, 1] (:mod:`.match`): exact forms score 1; otherwise the item's
+load-bearing parts decide (:mod:`.terms`): a path with its line, an error's type and the
+names in its message, a setting's key with its full value (``60_000`` = ``60000``), a
+signature's name, a decision's terms next to a reason, the content words of a goal or TODO
+on one summary line. A class's recall is the salience-weighted mean credit; a class weighs
+in the score by how many items it has (``full_weight_items``), so one partly kept item is one
+item, not the fate of the whole summary. Then :mod:`.usability` reads the summary as a
+reader would: fragment lines (no sentence, one anchor), duplicated lines, numbers the source
+never had, values altered from the source or superseded ones given as current; DROP
+detection (pasted output) is in :mod:`.drop`; limits and the final score in
+:func:`check_summary`. :mod:`.agreement` measures all of this against hand-labelled verdicts
+and :mod:`.judge` asks a model for a second opinion.
 """
 
 from __future__ import annotations

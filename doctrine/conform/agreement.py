@@ -41,6 +41,7 @@ class AgreementCase:
     missed: list[str] = field(default_factory=list)
     why: str = ""
     file: str = ""
+    set: str = "tuning"  # "holdout": written after the checker was tuned, kept as a check
 
 
 @dataclass
@@ -114,7 +115,7 @@ def load_cases(folder: str | Path) -> list[AgreementCase]:
             out.append(AgreementCase(
                 id=cid, tier=int(c.get("tier", 1)), style=str(c.get("style", "")), verdict=c["verdict"],
                 summary=summary, source=source, kept=list(c.get("kept") or []), missed=list(c.get("missed") or []),
-                why=str(c.get("why", "")), file=f.name))
+                why=str(c.get("why", "")), file=f.name, set=str(data.get("set", "tuning"))))
     return out
 
 
@@ -143,7 +144,7 @@ def score_cases(cases: list[AgreementCase], judge: Callable[[AgreementCase], Any
     for c in cases:
         rep = judge(c)
         want = c.verdict == "pass"
-        rows.append({"id": c.id, "style": c.style, "tier": c.tier, "verdict": c.verdict,
+        rows.append({"id": c.id, "style": c.style, "tier": c.tier, "verdict": c.verdict, "set": c.set,
                      "checker": "pass" if rep.passed else "fail", "score": rep.score,
                      "agree": bool(rep.passed) == want, "reasons": list(rep.reasons)})
         pairs.append((want, bool(rep.passed)))

@@ -93,6 +93,10 @@ def _table(report: Any) -> None:
         for v in report.drop_violations:
             d.add_row(v.kind, str(v.chars), v.excerpt)
         console.print(d)
+    u = report.usability
+    console.print(f"usability: {u.lines} lines, {u.share:.0%} unusable; fragments {len(u.fragments)}, duplicates "
+                  f"{len(u.duplicates)}, invented numbers {u.invented_numbers or 'none'}, altered values "
+                  f"{u.altered_values or 'none'}, stale values {u.stale_values or 'none'}")
     lim = report.limits
     console.print(f"limits: {lim.get('chars')} chars, {lim.get('tokens')} tokens; violations: "
                   f"{', '.join(lim.get('violations', [])) or 'none'}")

@@ -1,29 +1,30 @@
-"""Does a summary keep a KEEP item? One rule per item kind, all exact after normalisation.
+"""How much of a KEEP item a summary keeps: a credit in [0, 1], one rule per item kind.
 
-Accepted forms (everything is compared after :func:`patterns.norm`: straight quotes, runs
-of whitespace collapsed, markdown escapes undone):
+Everything is compared after :func:`patterns.norm` (straight quotes, collapsed whitespace,
+markdown escapes and backticks undone). Full credit:
 
-* strings (code lines, signatures, test ids, TODOs, user spans): the item's text is
-  a substring of the summary. Trailing ``.``/``,``/``;``/``:`` and, for code, a trailing
-  ``{`` are ignored. User intent and open items compare case-insensitively; code and
-  errors are case-sensitive.
+* strings (code lines, signatures, test ids, TODOs, user spans, errors): the exact text (an
+  error's first 60%, at least 40 characters) is in the summary;
 * path with line: ``path:12``, ``path:12:5``, ``path(12,5)``, ``path line 12``,
-  ``path, line 12``, ``path (line 12)``, ``line 12 of path`` and a tight range
-  ``path:10-14`` (at most 20 lines) containing 12. The summary's path may be a suffix of
-  the source path or the reverse, at a component boundary (``src/a.py`` ~
-  ``/repo/src/a.py``), but the file name must be the same.
-* versions: the number itself (``4.17.21``), with or without the source's operator
-  (``^``, ``==``, ``~``); not as part of a longer version.
-* numbers with units: the number and the unit, optionally one space apart (``512 MiB`` ~
-  ``512MiB``).
-* settings: the key, then within 24 characters on the same line the value (``KEY=v``,
-  ``KEY: v``, ``KEY set to v``).
-* test counts: every ``N word`` pair of the line (``1 failed``, ``49 passed``) within an
-  80-character window, in any order.
-* decisions: at least max(2, two thirds of) the decision's key terms, the first one included,
-  within a window of ``decision_window_chars`` that also holds a rationale marker.
-* refs: the ref (``m00012``, also written ``m12``) is cited; for a small range any of its
-  refs is enough. Block ids (``b3``) likewise.
+  ``line 12 of path`` or a tight range ``path:10-14`` containing 12; the summary's path may
+  be a suffix of the source path or the reverse, with the same file name. The file named
+  without its line keeps half;
+* error strings in other words: the exception type and the names in its message (an
+  error line with no type: its terms); a pytest id: the test function's name; a jest test:
+  the words of its name. The type alone keeps half;
+* versions: the number itself, with or without its operator; numbers with units: the number
+  with a unit that starts the same (``512Mi`` ~ ``512 MiB``, not ``512 MB``), half without;
+* settings: the key with its full value within 24 characters on the line (digit separators
+  ignored, ``60_000`` = ``60000``); the value alone keeps half; a cut value keeps nothing;
+* test counts: every ``N word`` pair within an 80-character window; some of them, far apart,
+  keep part;
+* decisions: two thirds of the decision's key terms on one line (or two adjacent lines) with
+  a reason on a line that names it (a rationale marker, or the source reason's own terms);
+  the terms without a reason keep 0.4;
+* goals, constraints, questions and TODOs: the content words (:mod:`.terms`) of the item,
+  full at ``full_credit_share`` of them on one summary line; an item that names code keeps
+  at most half without that name;
+* refs and block ids: cited (for a small range any of its refs).
 """
 
 from __future__ import annotations
