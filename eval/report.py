@@ -41,12 +41,14 @@ SCRIPTED_COLS = ["cases", "calls", "model_calls", "billed_tokens", "mean_context
 MARATHON_COLS = SCRIPTED_COLS[:11] + ["probe_score", "deep_items_correct", "summary_conformance"] + SCRIPTED_COLS[11:]
 PROBES_COLS = ["cases", "questions", "accuracy", "evidence_survival", "model_calls", "billed_tokens", "mean_context",
                "peak_context", "compressions_succeeded", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
-HELD_OUT_COLS = ["cases", "balanced_acc", "kind_correct", "tool_call_valid", "range_valid", "range_overlap", "conformance_score",
+HELD_OUT_COLS = ["cases", "balanced_acc", "compress_success", "kind_correct", "tool_call_valid", "range_valid", "range_overlap",
+                 "conformance_score",
                  "conformance_passed", "prompt_tokens", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
 COLUMNS = {"scripted": SCRIPTED_COLS, "marathon": MARATHON_COLS, "probes": PROBES_COLS, "held_out": HELD_OUT_COLS}
 SESSION_WORKLOADS = ("marathon", "scripted")  # replayed sessions: context series and per-arm bars
 # The results-at-a-glance table: (column, workload, metric); "calls" columns come from every call.
-HEADLINE = [("balanced_acc", "held_out", "balanced_acc"), ("decision_acc", "held_out", "kind_correct"), ("summary_conf", "held_out", "conformance_score"),
+HEADLINE = [("balanced_acc", "held_out", "balanced_acc"), ("compress_success", "held_out", "compress_success"),
+            ("decision_acc", "held_out", "kind_correct"), ("summary_conf", "held_out", "conformance_score"),
             ("marathon_probe", "marathon", "probe_score"), ("billed_tokens", "marathon", "billed_tokens"),
             ("peak_context", "marathon", "peak_context"), ("recall_probes", "probes", "accuracy"),
             ("prompt_tok/call", "calls", "prompt_per_call"), ("max_prompt", "calls", "max_prompt"),
@@ -191,7 +193,9 @@ def _series(arms: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
 
 GLANCE_NOTE = ("balanced_acc: mean over decision kinds of the share of held-out decisions answered "
-               "with the labeled decision; decision_acc: that share over all held-out decisions; summary_conf: conformance "
+               "with the labeled decision; compress_success: share of compress-labelled decisions answered with a valid "
+               "compress call over visible ranges whose summaries all pass the conformance checker; decision_acc: that "
+               "share over all held-out decisions; summary_conf: conformance "
                "score of the summaries written there; marathon_probe: graded marathon probe score; "
                "billed_tokens and peak_context: over the marathon; recall_probes: probe answers correct; "
                "prompt_tok/call, max_prompt and doctrine_share: over every real model call of the arm "

@@ -250,7 +250,13 @@ def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dic
         if scores:
             out["conformance_score"] = sum(scores) / len(scores)
             out["conformance_passed"] = all(passed)
+    if label_kind == "compress":
+        # The decision the label took, taken well: a valid compress call over visible ranges
+        # whose every summary passes the checker. Anything else (a plain reply included) is 0.
+        out["compress_success"] = bool(pred == "compress" and valid and out.get("range_valid")
+                                       and out.get("conformance_passed") and len(passed) == len(ranges))
     return out
+
 
 
 class HeldOutSettings(BaseConfig):
