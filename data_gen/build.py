@@ -21,11 +21,13 @@ from doctrine.session import Session, SessionError
 
 from .curriculum import (
     SPLITS,
+    WHY_NONE,
     apply_mixture,
     assign_split,
     dedupe,
     normalise_sample,
     order_by_stage,
+    sample_to_shares,
     token_percentiles,
     write_split,
 )
@@ -189,10 +191,19 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
     by_split: dict[str, list[dict]] = {name: [] for name in SPLITS}
     for s in samples:
         by_split[s["meta"].pop("split")].append(s)
-    by_split["train"] = order_by_stage(apply_mixture(by_split["train"], recipe.mixture, recipe.split.seed),
-                                       recipe.stages)
+    train = apply_mixture(by_split["train"], recipe.mixture, recipe.split.seed)
+    mix: dict[str, Any] = {}
+    if recipe.mixture.shares:
+        train, mix = sample_to_shares(train, recipe.mixture.shares, recipe.mixture.max_repeat, recipe.split.seed)
+    mix["by_source"] = _kinds_by_source(samples)
+    mix["why_none"] = {src: {k: WHY_NONE[k] for k in sorted(recipe.mixture.shares or {})
+                             if recipe.mixture.shares[k] > 0 and not kinds.get(k)}
+                       for src, kinds in mix["by_source"].items()}
+    mix["why_none"] = {src: v for src, v in mix["why_none"].items() if v}
+    by_split["train"] = order_by_stage(train, recipe.stages)
     counts: dict[str, Any] = {"sessions": len(sessions), "sessions_by_split": dict(sorted(sessions_by_split.items())),
-                              "sources": dict(sorted(sources.items())), "rejects": dict(sorted(rejects.items()))}
+                              "sources": dict(sorted(sources.items())), "rejects": dict(sorted(rejects.items())),
+                              "mixture": mix}
     kinds: dict[str, dict[str, int]] = {}
     lengths: dict[str, dict[str, int]] = {}
     for name, rows in by_split.items():
@@ -208,6 +219,13 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
                           "serving_profiles": unique_records(profiles)}, started_at=started)
     log(f"[data] {sum(counts[s] for s in SPLITS)} samples from {len(sessions)} sessions -> {out}")
     return out
+
+
+def _kinds_by_source(samples: list[dict]) -> dict[str, dict[str, int]]:
+    out: dict[str, Counter] = {}
+    for s in samples:
+        out.setdefault(str(s["meta"].get("source")), Counter())[str(s["meta"].get("kind"))] += 1
+    return {src: dict(sorted(c.items())) for src, c in sorted(out.items())}
 
 
 def _progress(enabled: bool, total: int):
@@ -236,7 +254,20 @@ def _card(recipe: DataRecipe, doctrine, counts: dict) -> str:
         f"Compression decisions labeled by doctrine **{doctrine.version}** (`{doctrine.sha256}`),",
         f"rendered in **{recipe.prompt_mode}** prompt mode. One row is `{{messages, tools, meta}}`;",
         "the last message is the target (the decision's action). Splits are by session; the",
-        f"`heldout` split holds whole held-out families ({', '.join(recipe.split.held_out_families) or 'none'}).",
+        f"`heldout` split holds whole held-out families ({', '.join(recipe.split.held_out) or 'none'}).",
+        "",
+        "## Held-out families and the evals they protect",
+        "",
+        "| eval | families held out of train |",
+        "|---|---|",
+    ]
+    for ev, fams in sorted(recipe.split.held_out_for.items()):
+        lines.append(f"| {ev} | {', '.join(fams) or '-'} |")
+    other = [f for f in recipe.split.held_out_families
+             if not any(f in v for v in recipe.split.held_out_for.values())]
+    if other:
+        lines.append(f"| held_out (unseen-family decisions) | {', '.join(other)} |")
+    lines += [
         "",
         "Load it with `datasets.load_dataset(\"parquet\", data_files={\"train\": \"train/*.parquet\"})`.",
         "",
@@ -251,6 +282,18 @@ def _card(recipe: DataRecipe, doctrine, counts: dict) -> str:
     for split in SPLITS:
         kinds = ", ".join(f"{k} {v}" for k, v in counts["kinds"][split].items()) or "-"
         lines.append(f"| {split} | {counts[split]} | {kinds} |")
+    mix = counts.get("mixture") or {}
+    if mix.get("target"):
+        lines += ["", f"## Train mix (target shares, a row repeated at most {recipe.mixture.max_repeat}x)", "",
+                  "| kind | target | reached | rows | available |", "|---|---|---|---|---|"]
+        for k in sorted(set(mix["target"]) | set(mix["available"])):
+            lines.append(f"| {k} | {mix['target'].get(k, 0):.3f} | {mix['reached'].get(k, 0):.3f} | "
+                         f"{mix['rows'].get(k, 0)} | {mix['available'].get(k, 0)} |")
+        for k in mix.get("missing") or []:
+            lines.append(f"\nNo train row of `{k}`: {WHY_NONE[k]}; its share went to the other kinds.")
+    for src, why in (mix.get("why_none") or {}).items():
+        for k, text in why.items():
+            lines.append(f"\n- `{src}` supplies no `{k}` rows: {text}.")
     lines += ["", "## Estimated tokens per row (chars/4)", "", "| split | min | p50 | p90 | p99 | max |",
               "|---|---|---|---|---|---|"]
     for split in SPLITS:

@@ -9,7 +9,8 @@ seeded function of its inputs, so the same samples and recipe give byte-identica
   shingle Jaccard similarity, estimated by MinHash, passes a threshold, within one kind)
   are removed before weighting, and counted;
 - **mixture weights** multiply per kind, source, family and window; a row of weight ``w``
-  is kept ``floor(w)`` times plus once more with probability ``frac(w)``;
+  is kept ``floor(w)`` times plus once more with probability ``frac(w)``; **target shares**
+  per kind then sample the train rows to the recipe's mix (``sample_to_shares``);
 - rows are written as zstd parquet shards with one explicit schema under ``<split>/``.
 """
 
@@ -26,7 +27,7 @@ from typing import Any
 
 from .recipe import Dedupe, Mixture, Split, Stage
 
-__all__ = ["SPLITS", "apply_mixture", "assign_split", "dedupe", "normalise_sample", "order_by_stage",
+__all__ = ["SPLITS", "WHY_NONE", "apply_mixture", "sample_to_shares", "assign_split", "dedupe", "normalise_sample", "order_by_stage",
            "token_percentiles", "write_split"]
 
 SPLITS = ("train", "validation", "test", "heldout")
@@ -45,7 +46,7 @@ def _unit(*parts: Any) -> float:
 
 
 def assign_split(session_id: str, family: str, cfg: Split) -> str:
-    if family in cfg.held_out_families:
+    if family in cfg.held_out:
         return "heldout"
     u = _unit("split", cfg.seed, session_id)
     if u < cfg.test_fraction:
@@ -133,6 +134,63 @@ def apply_mixture(samples: list[dict], mixture: Mixture, seed: int) -> list[dict
         copies = math.floor(w) + (1 if _unit("mix", seed, i, m.get("session_id"), m.get("step")) < w - math.floor(w) else 0)
         out.extend([s] * copies)
     return out
+
+
+# Why a source may yield no row of a kind (the card and manifest quote it).
+WHY_NONE = {
+    "nudged_compress": "no gentle nudge listed a consumed range whose boundaries the model can see",
+    "refusal": "no gentle nudge was shown",
+    "spontaneous_compress": "no step boundary without a nudge had consumed output over the spontaneous threshold",
+    "tier2": "no tier-2 nudge found two or more blocks to merge",
+    "tier3": "no tier-3 nudge found two or more tier-2 blocks to condense",
+    "emergency": "the context never crossed the pressure threshold with a foldable range in view",
+    "recovery": "no step used a detail that only a compressed block held",
+    "ordinary": "every decision point was labelled with another kind",
+}
+
+
+def sample_to_shares(samples: list[dict], shares: dict[str, float], max_repeat: int,
+                     seed: int) -> tuple[list[dict], dict[str, Any]]:
+    """``samples`` sampled (seeded, order kept) so each kind reaches its target share.
+
+    Unlisted kinds share the rest in their natural proportion; a listed kind with no row is
+    reported under ``missing`` and the others are renormalised. The split size is the
+    largest that no kind needs more than ``max_repeat`` copies of its rows for (and at most
+    the rows given). Returns the rows and a report: target, available, rows, reached.
+    """
+    by_kind: dict[str, list[int]] = defaultdict(list)
+    for i, s in enumerate(samples):
+        by_kind[str(s["meta"].get("kind"))].append(i)
+    avail = {k: len(v) for k, v in sorted(by_kind.items())}
+    missing = sorted(k for k, v in shares.items() if v > 0 and not avail.get(k))
+    listed = {k: v for k, v in shares.items() if avail.get(k)}
+    rest = [k for k in avail if k not in shares]
+    left = max(0.0, 1.0 - sum(listed.values()))
+    n_rest = sum(avail[k] for k in rest)
+    target = dict(listed)
+    for k in rest:
+        target[k] = left * avail[k] / n_rest if n_rest else 0.0
+    total = sum(target.values())
+    target = {k: v / total for k, v in target.items() if v > 0} if total > 0 else {}
+    if not target:
+        return list(samples), {"target": {}, "available": avail, "rows": avail, "reached": {}, "missing": missing}
+    size = min([len(samples)] + [avail[k] * max_repeat / t for k, t in target.items()])
+    want = {k: int(round(t * size)) for k, t in target.items()}
+    copies = [0] * len(samples)
+    for k, idx in by_kind.items():
+        n = want.get(k, 0)
+        if not idx or n <= 0:
+            continue
+        order = sorted(idx, key=lambda i: _unit("shares", seed, k, samples[i]["meta"].get("session_id"),
+                                                samples[i]["meta"].get("step"), i))
+        base, extra = divmod(n, len(idx))
+        for j, i in enumerate(order):
+            copies[i] = base + (1 if j < extra else 0)
+    out = [s for s, c in zip(samples, copies, strict=True) for _ in range(c)]
+    got = Counter(str(s["meta"].get("kind")) for s in out)
+    reached = {k: round(v / len(out), 3) for k, v in sorted(got.items())} if out else {}
+    return out, {"target": {k: round(v, 3) for k, v in sorted(target.items())}, "available": avail,
+                 "rows": dict(sorted(got.items())), "reached": reached, "missing": missing}
 
 
 def order_by_stage(samples: list[dict], stages: list[Stage]) -> list[dict]:

@@ -65,13 +65,35 @@ class ReplaySettings(BaseConfig):
 
 
 class Mixture(BaseConfig):
-    """Row weight = kind x source x family x window weights (missing keys weigh 1). A row of
-    weight w is kept floor(w) times plus once more with probability frac(w) (seeded)."""
+    """What the train split is made of.
+
+    Weights: row weight = kind x source x family x window weights (missing keys weigh 1); a
+    row of weight w is kept floor(w) times plus once more with probability frac(w) (seeded).
+    ``shares`` then samples the train rows to a target share per kind (seeded): kinds not
+    listed share what is left in their natural proportion, a kind no source supplied is
+    reported and its share goes to the others, and a row is repeated at most ``max_repeat``
+    times (so a scarce kind caps the size of the split rather than being copied without
+    end). The manifest and the card report the shares reached. Eval splits keep their
+    natural mix (no row repeated in an eval).
+    """
 
     kind: dict[str, float] = Field(default_factory=dict)
     source: dict[str, float] = Field(default_factory=dict)
     family: dict[str, float] = Field(default_factory=dict)
     window: dict[str, float] = Field(default_factory=dict)
+    shares: dict[str, float] = Field(default_factory=dict, description="target share of train rows per kind")
+    max_repeat: int = Field(3, ge=1, description="most copies of one row that shares may make")
+
+    @model_validator(mode="after")
+    def _shares(self) -> Mixture:
+        unknown = sorted(set(self.shares) - set(KINDS))
+        if unknown:
+            raise ValueError(f"mixture.shares: unknown kind(s) {unknown}; kinds are {list(KINDS)}")
+        if any(v < 0 for v in self.shares.values()) or sum(self.shares.values()) > 1 + 1e-9:
+            raise ValueError("mixture.shares: shares are non-negative and sum to at most 1")
+        if self.shares and self.kind:
+            raise ValueError("mixture: give kind weights or kind shares, not both")
+        return self
 
 
 class Dedupe(BaseConfig):
@@ -85,7 +107,18 @@ class Split(BaseConfig):
     test_fraction: float = Field(0.1, ge=0.0, le=1.0)
     held_out_families: list[str] = Field(default_factory=lambda: ["data_analysis"],
                                          description="whole families kept out of train: the 'heldout' split")
+    held_out_for: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="eval workload -> families held out because that eval mirrors them (they join 'heldout')")
     seed: int = 0
+
+    @property
+    def held_out(self) -> list[str]:
+        """Every held-out family: ``held_out_families`` and those of ``held_out_for``."""
+        out = list(self.held_out_families)
+        for fams in self.held_out_for.values():
+            out += [f for f in fams if f not in out]
+        return out
 
     @model_validator(mode="after")
     def _fractions(self) -> Split:
@@ -93,6 +126,22 @@ class Split(BaseConfig):
         if total > 1.0:
             raise ValueError(f"validation_fraction + test_fraction must be at most 1, got {total:g}")
         return self
+
+
+# Eval workloads whose cases mirror a synthetic family (eval.workloads.marathon runs the
+# ts_repo library task): a curriculum that trains on that family leaks the eval.
+EVAL_MIRRORS: dict[str, tuple[str, ...]] = {"marathon": ("ts_repo",)}
+
+
+def leaks(split: Split, families: list[str], workloads: list[str]) -> list[str]:
+    """Problems (empty: none) of training on ``families`` while ``workloads`` are evaluated."""
+    out = []
+    for w in workloads:
+        for fam in EVAL_MIRRORS.get(w, ()):
+            if fam in families and fam not in split.held_out:
+                out.append(f"family {fam!r} is trained on while the {w!r} eval, which mirrors it, runs: "
+                           f"add it to split.held_out_for.{w}")
+    return out
 
 
 class Stage(BaseConfig):

@@ -56,7 +56,7 @@ def test_layout_loads_with_datasets_and_splits_by_session(built):
             assert meta["doctrine_sha256"] == manifest["doctrine"]["sha256"]
             assert meta["prompt_mode"] == "distilled" and meta["labeler"]
             assert sessions.setdefault(meta["session_id"], split) == split  # never in two splits
-            if meta["family"] == "data_analysis":
+            if meta["family"] in ("data_analysis", "ts_repo"):  # ts_repo: the Marathon mirrors it
                 assert split == "heldout"
             elif split == "heldout":
                 pytest.fail(f"{meta['family']} is not a held-out family")
@@ -64,14 +64,22 @@ def test_layout_loads_with_datasets_and_splits_by_session(built):
     assert manifest["counts"]["train"] > 0 and manifest["counts"]["heldout"] > 0
     card = (built / "README.md").read_text()
     assert manifest["doctrine"]["sha256"] in card and "CC-BY-4.0" in card and "| train |" in card
+    assert "| marathon | ts_repo |" in card  # which families are held out for which eval
 
 
 def test_length_filter_and_mixture_are_counted(tmp_path):
-    out = build_curriculum(small("max_tokens=2500", "mixture.kind.ordinary=0.0"), tmp_path / "d",
+    out = build_curriculum(small("max_tokens=2500", "mixture.shares.ordinary=0.0"), tmp_path / "d",
                            log=lambda *a: None, progress=False)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["counts"]["rejects"].get("too_long", 0) > 0
     assert "ordinary" not in manifest["counts"]["kinds"]["train"]
+
+
+def test_kind_weights_and_shares_together_are_a_config_error():
+    from doctrine.config import ConfigError
+
+    with pytest.raises(ConfigError, match="not both"):
+        small("mixture.kind.ordinary=0.5")
 
 
 def test_nudge_style_none_reaches_the_replay(built, tmp_path):
@@ -93,8 +101,8 @@ def test_a_rebuild_leaves_no_stale_shards(tmp_path):
     out = tmp_path / "d"
     build_curriculum(small("shard_rows=5"), out, log=lambda *a: None, progress=False)
     assert len(list((out / "train").glob("shard-*.parquet"))) > 1
-    build_curriculum(small("shard_rows=1000", "split.held_out_families=[]"), out, log=lambda *a: None,
-                     progress=False)
+    build_curriculum(small("shard_rows=1000", "split.held_out_families=[]", "split.held_out_for={}"), out,
+                     log=lambda *a: None, progress=False)
     counts = json.loads((out / "manifest.json").read_text())["counts"]
     assert _rows_on_disk(out) == {split: counts[split] for split in SPLITS}
     assert [p.name for p in (out / "train").glob("*.parquet")] == ["shard-00000.parquet"]
@@ -136,9 +144,10 @@ def test_the_dataset_does_not_depend_on_tmpdir(tmp_path, monkeypatch):
         (tmpdir / "dtw-replay").symlink_to(outside, target_is_directory=True)  # never followed
         monkeypatch.setenv("TMPDIR", str(tmpdir))
         monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
-        # At 2K the emergency folds are large enough that a restore goes to a file
-        out = build_curriculum(small("replay.windows=[2048]"), tmp_path / f"data-{name}", log=lambda *a: None,
-                               progress=False)
+        # The second log_triage session at 3K restores a block too large to inline: to a file
+        out = build_curriculum(small("replay.windows=[3072]", "sources.synthetic.families=[log_triage]",
+                                     "sources.synthetic.sessions_per_family=2", "sources.swe_rebench=null"),
+                               tmp_path / f"data-{name}", log=lambda *a: None, progress=False)
         hashes.append(_dataset_sha256(out))
         text = "".join(str(pq.read_table(p).to_pylist()) for p in out.glob("*/*.parquet"))
         assert "acp-decompress-" in text and str(tmpdir) not in text  # a file restore, named virtually

@@ -1,0 +1,78 @@
+"""The demo curriculum as the model sees it: every label is one it could have chosen.
+
+Builds ``configs/data/demo.yaml`` once (about 20 s on 2 cores) and reads the rows back from
+parquet, so what is checked is what training reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from data_gen.audit import (
+    audit,
+    compress_ranges,
+    invisible_boundaries,
+    nudge_of,
+    read_rows,
+    visible_refs,
+)
+from data_gen.build import build_curriculum
+from data_gen.recipe import DataRecipe
+from doctrine.config import load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo") / "data"
+    build_curriculum(load_config(ROOT / "configs/data/demo.yaml", DataRecipe, []), out, log=lambda *a: None,
+                     progress=False)
+    return read_rows(out)
+
+
+def test_the_audit_sees_an_invisible_boundary():
+    # The instrument first: a range ending on an untagged tool message is flagged.
+    row = {"meta": {"kind": "nudged_compress"}, "messages": [
+        {"role": "system", "content": "sys"},
+        {"role": "assistant", "content": '<acp tokens="7" type="text">m00002</acp>\nA first look.'},
+        {"role": "tool", "content": "output"},
+        {"role": "user", "content": "[ACP] Context maintenance.\n  m00002–m00005  4 msgs  527"},
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "compress", "arguments":
+            '{"topic": "t", "content": [{"startId": "m00002", "endId": "m00004", "summary": "s"}]}'}}]}]}
+    assert visible_refs(row) == {"m00002", "m00005"}
+    assert invisible_boundaries(row) == ["m00004"]
+
+
+def test_no_range_boundary_outside_the_models_view(rows):
+    compress = [r for r in rows if compress_ranges(r)]
+    assert len(compress) > 50
+    bad = [(r["meta"]["kind"], r["meta"]["session_id"], invisible_boundaries(r)) for r in compress
+           if invisible_boundaries(r)]
+    assert not bad, bad[:5]
+
+
+def test_one_lesson_per_situation(rows):
+    for r in rows:
+        kind, nudge = r["meta"]["kind"], nudge_of(r)
+        if "Compression required" in nudge:  # urgent: fold first, whatever else is going on
+            assert compress_ranges(r), (kind, r["meta"]["session_id"], r["meta"]["step"])
+        elif nudge and not compress_ranges(r):  # a nudge not acted on is declined, never ignored
+            assert r["meta"]["declined"], (kind, r["meta"]["reason"])
+            first = (r["messages"][-1]["content"] or "").split("\n")[0]
+            assert 0 < len(first) < 200
+        if kind == "ordinary":
+            assert not nudge
+    tiers = [r for r in rows if r["meta"]["kind"] in ("tier2", "tier3")]
+    assert tiers and all(len(x["sources"]) >= 2 for r in tiers for x in r["meta"]["ranges"])
+
+
+def test_the_train_mix_follows_the_recipe(rows):
+    train = [r for r in rows if r["meta"]["split"] == "train"]
+    shares = audit(train)["shares"]
+    assert shares.get("nudged_compress", 0) + shares.get("refusal", 0) >= 0.2, shares
+    assert shares.get("spontaneous_compress", 0) > 0, shares
+    assert shares.get("emergency", 0) <= 0.25, shares
+    assert not {r["meta"]["family"] for r in train} & {"ts_repo", "data_analysis"}  # held out
