@@ -9,18 +9,26 @@ Each stage writes into ``runs/<run_name>/<stage>/`` and, last, its ``manifest.js
 stage whose manifest exists is skipped, so a rerun resumes where the last one stopped.
 Stages that need torch are run in their own process with the command they print, so the
 commands in the output are the commands a user can run by hand.
+
+The pipeline, not the stage recipes, says where a stage's inputs are: every stage command
+carries this run's paths and the pipeline's model and doctrine version as overrides
+(:func:`stage_overrides`), so a renamed run (``run_name=try2``) trains on, exports and
+evaluates its own ``runs/try2/`` folders. The paths a stage recipe names itself are only
+the defaults of running that stage by hand. Before any stage runs, every stage recipe is
+loaded with those overrides, so a bad recipe fails in seconds rather than after training.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .config import ConfigError, load_for_cli, split_override_args
+from .config import SCHEMAS, ConfigError, load_config, load_for_cli, split_override_args
 from .pipeline_config import PipelineConfig
 from .runs import RunDir, atomic_write_json, atomic_write_text, write_manifest
 
@@ -46,14 +54,49 @@ def run_doctrine_stage(cfg: PipelineConfig, out: Path) -> dict:
     return {"counts": counts, "doctrine": doc.to_manifest()}
 
 
+def stage_overrides(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
+    """The dotted overrides that point ``stage``'s recipe at this run: its input folders
+    (data, adapter), the model and the doctrine version of the pipeline."""
+    if stage == "data":
+        return [f"doctrine_version={cfg.doctrine_version}"]
+    if stage == "train":
+        return [f"data.dir={run / 'data'}", f"model.spec={cfg.model}"]
+    if stage == "eval":
+        return [f"data_dir={run / 'data'}", f"backend.adapter_dir={run / 'adapter'}", f"backend.model={cfg.model}",
+                f"doctrine_version={cfg.doctrine_version}"]
+    return []
+
+
+# The recipe each stage that has one reads: (PipelineConfig field, its SCHEMAS key).
+STAGE_RECIPES = {"data": ("data_recipe", "data"), "train": ("train_recipe", "train"), "eval": ("eval_recipe", "eval")}
+
+
+def check_stage_recipes(cfg: PipelineConfig, run: Path) -> None:
+    """Load every stage recipe the pipeline will run with its overrides; a ConfigError names
+    the stage and the key, before the first stage starts."""
+    for stage in cfg.stages:
+        if stage not in STAGE_RECIPES:
+            continue
+        key, kind = STAGE_RECIPES[stage]
+        recipe = _need(getattr(cfg, key), key)
+        module, _, name = SCHEMAS[kind].partition(":")
+        schema = getattr(importlib.import_module(module), name)
+        try:
+            load_config(recipe, schema, stage_overrides(cfg, stage, run))
+        except ConfigError as exc:
+            lines = "; ".join(line.strip() for line in str(exc).splitlines())  # one line
+            raise ConfigError(f"{stage} stage ({key}): {lines}") from None
+
+
 def stage_command(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
     """The command line of a stage that runs in its own process (it writes its own manifest)."""
     py = [sys.executable, "-m"]
+    over = stage_overrides(cfg, stage, run)
     if stage == "data":
-        return py + ["data_gen", "build", _need(cfg.data_recipe, "data_recipe"), "--out", str(run / "data")]
+        return py + ["data_gen", "build", _need(cfg.data_recipe, "data_recipe"), "--out", str(run / "data"), *over]
     if stage == "train":
         recipe = _need(cfg.train_recipe, "train_recipe")
-        args = ["train", recipe, "--out", str(run), f"data.dir={run / 'data'}", f"model.spec={cfg.model}"]
+        args = ["train", recipe, "--out", str(run), *over]
         if (run / "train" / "checkpoints").is_dir():
             args.append("--resume")  # an interrupted run continues from its latest checkpoint
         if cfg.accelerate_config:
@@ -63,10 +106,7 @@ def stage_command(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
     if stage == "adapter":
         return py + ["train", "export", str(run)]
     if stage == "eval":
-        # The eval recipe names its workloads' data (runs/<name>/data for the demo); the
-        # pipeline points the backend at this run's model and exported adapter.
-        return py + ["eval", "run", _need(cfg.eval_recipe, "eval_recipe"), "--out", str(run / "eval"),
-                     f"backend.adapter_dir={run / 'adapter'}", f"backend.model={cfg.model}"]
+        return py + ["eval", "run", _need(cfg.eval_recipe, "eval_recipe"), "--out", str(run / "eval"), *over]
     if stage == "report":
         # --quiet: the pipeline prints the results table itself, once, at the very end.
         return py + ["eval", "report", str(run / "eval"), "--out", str(run / "report"), "--quiet"]
@@ -90,7 +130,9 @@ def _log(line: str) -> None:
 
 
 def run_pipeline(cfg: PipelineConfig, *, force: tuple[str, ...] = (), log=_log) -> RunDir:
-    run = RunDir.create(Path(cfg.runs_dir) / cfg.run_name)
+    root = Path(cfg.runs_dir) / cfg.run_name
+    check_stage_recipes(cfg, root)
+    run = RunDir.create(root)
     timings = {}
     for stage in cfg.stages:
         if run.complete(stage) and stage not in force:

@@ -216,6 +216,10 @@ class WorkloadSpec(BaseConfig):
 class EvalRecipe(BaseConfig):
     name: str = "eval"
     doctrine_version: str = "v1"
+    # The run's curriculum (a data_gen output folder): what a workload that reads curriculum
+    # rows (held_out) reads when its settings name no data_dir of their own. The pipeline
+    # sets it, with backend.adapter_dir and doctrine_version, from its run folder.
+    data_dir: str | None = None
     backend: BackendSpec = Field(default_factory=BackendSpec)
     arms: list[str] = Field(default_factory=lambda: list(ARM_NAMES))
     workloads: list[WorkloadSpec] = Field(default_factory=list)
@@ -235,6 +239,30 @@ class EvalRecipe(BaseConfig):
     kernel: dict[str, Any] = Field(default_factory=dict)  # KernelOverrides: KernelConfig fields over the preset
     arm_settings: dict[str, Any] = Field(default_factory=dict)  # ArmSettings keys (ArmEnv thresholds, cadence)
     output: str | None = None  # default --out
+
+    @model_validator(mode="before")
+    @classmethod
+    def _run_data_dir(cls, data: Any) -> Any:
+        """Give ``data_dir`` to every workload whose settings take one and name none; one that
+        names another folder is an error (its cases would not be of this run's data)."""
+        if not isinstance(data, dict) or not data.get("data_dir") or not isinstance(data.get("workloads"), list):
+            return data
+        from eval.workloads import WORKLOADS
+
+        workloads = []
+        for i, w in enumerate(data["workloads"]):
+            wl = WORKLOADS.get(w.get("name")) if isinstance(w, dict) else None
+            settings = w.get("settings") if isinstance(w, dict) else None
+            if wl is None or "data_dir" not in wl.Settings.model_fields or not isinstance(settings or {}, dict):
+                workloads.append(w)
+                continue
+            settings = dict(settings or {})
+            given = settings.setdefault("data_dir", data["data_dir"])
+            if given != data["data_dir"]:
+                raise ValueError(f"workloads[{i}] ({w['name']}): settings.data_dir {given!r} is not the run's "
+                                 f"data_dir {data['data_dir']!r}; drop settings.data_dir to read the run's data")
+            workloads.append({**w, "settings": settings})
+        return {**data, "workloads": workloads}
 
     @field_validator("arm_settings")
     @classmethod

@@ -59,3 +59,48 @@ def test_results_table_is_printed_from_the_report(tmp_path):
     assert "INCOMPLETE" in out and str(tmp_path / "report" / "report.html") in out
     for cell in ("decision_acc", "doctrine_share", "distilled", "0.250", "47%"):
         assert cell in out
+
+
+# --------------------------------------------- the pipeline says where each stage's inputs are
+
+
+def test_a_renamed_run_points_every_stage_at_its_own_folders(project_root, tmp_path):
+    from doctrine.pipeline import stage_overrides
+    from eval.recipe import EvalRecipe
+    from train.recipe import TrainRecipe
+
+    cfg = load_config(project_root / "configs/pipeline/demo.yaml", PipelineConfig, ["run_name=try2"])
+    run = tmp_path / "try2"
+    # today: the eval recipe's held_out workload reads runs/demo/data whatever the run is called
+    ev = load_config(project_root / cfg.eval_recipe, EvalRecipe, stage_overrides(cfg, "eval", run))
+    held = next(w for w in ev.workloads if w.name == "held_out")
+    assert held.settings["data_dir"] == str(run / "data") == ev.data_dir
+    assert ev.backend.adapter_dir == str(run / "adapter") and ev.backend.model == cfg.model
+    assert ev.doctrine_version == cfg.doctrine_version
+    tr = load_config(project_root / cfg.train_recipe, TrainRecipe, stage_overrides(cfg, "train", run))
+    assert tr.data.dir == str(run / "data") and tr.model.spec == cfg.model
+    assert f"doctrine_version={cfg.doctrine_version}" in stage_command(cfg, "data", run)
+    assert stage_command(cfg, "eval", run)[-4:] == stage_overrides(cfg, "eval", run)
+
+
+def test_an_eval_recipe_that_reads_other_data_fails_before_any_stage(project_root, tmp_path):
+    # configs/eval/smoke.yaml's held_out workload names its own fixture rows: in a pipeline
+    # its cases would not be of the run's curriculum.
+    cfg = load_config(project_root / "configs/pipeline/demo.yaml", PipelineConfig,
+                      [f"runs_dir={tmp_path}", "stages=[doctrine, eval]", "eval_recipe=configs/eval/smoke.yaml"])
+    with pytest.raises(ConfigError, match=r"eval stage \(eval_recipe\).*settings.data_dir 'fixtures/held_out' "
+                                          r"is not the run's data_dir"):
+        run_pipeline(cfg, log=lambda s: None)
+    assert not (tmp_path / "demo").exists()  # not even the doctrine stage ran
+
+
+def test_a_typo_in_a_stage_recipe_fails_before_the_first_stage(project_root, tmp_path):
+    bad = tmp_path / "configs/train/typo.yaml"
+    bad.parent.mkdir(parents=True)
+    text = (project_root / "configs/train/smoke.yaml").read_text().replace("max_steps:", "max_stesp:")
+    bad.write_text(text)
+    cfg = load_config(project_root / "configs/pipeline/demo.yaml", PipelineConfig,
+                      [f"runs_dir={tmp_path / 'runs'}", f"train_recipe={bad}"])
+    with pytest.raises(ConfigError, match=r"train stage \(train_recipe\).*unknown key 'trainer.max_stesp'"):
+        run_pipeline(cfg, log=lambda s: None)  # today: the data stage runs first, training fails later
+    assert not (tmp_path / "runs").exists()
