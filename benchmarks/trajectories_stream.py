@@ -1,6 +1,6 @@
 """Peak memory of ``validate-trajectories`` while it streams big trajectory parquet files.
 
-    /work/venv-dev/bin/python benchmarks/trajectories_stream.py [--sizes 50,200] [--batch-rows 64]
+    .venv/bin/python benchmarks/trajectories_stream.py [--sizes 50,200] [--batch-rows 64]
 
 Generates parquet files in the dataset's schema (``nebius/SWE-rebench-openhands-trajectories``)
 into a temporary folder, row group by row group (never the whole table in memory), with

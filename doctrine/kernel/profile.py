@@ -28,7 +28,8 @@ Gate presets (the only definition in the project):
   5,000 s chars, recent zone 5,000 s tokens (at least 5 messages, as the reference).
   Identical to ``reference`` at 200K and above; at small windows gentle nudges, declines and
   compressions happen below the pressure band, as they do in production.
-* ``aggressive``: the pilot's all-gates-relaxed tuning ("BC-extreme"): G = 2 % of the
+* ``aggressive``: every gate relaxed (the "BC-extreme" tuning of the billion-context paper's
+  Session Marathon experiment): G = 2 % of the
   window, effective floor 10 % of G, minimum range 6 % of the window in tokens (x4 chars),
   recent zone as ``default``. Nudges fire at almost every step.
 

@@ -474,7 +474,8 @@ def _first_json_line(path: str) -> dict[str, Any]:
 
 
 def _state(d: Any, src: str, prefix: str) -> CompressionState:
-    """K1's reader, with field names made relative to the file's root."""
+    """``CompressionState.from_acp_json`` on ``d``, the state at ``prefix`` in the file: a
+    StateError names the field from the file's root (``payload.state.blocks[2]``)."""
     try:
         return CompressionState.from_acp_json(d, source=src)
     except StateError as e:

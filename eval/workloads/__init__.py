@@ -8,11 +8,11 @@ settings against it when the recipe loads), ``cases()``, ``supports(arm)`` and
 
 from __future__ import annotations
 
-from eval.workloads.agentic import AgenticWorkload  # issue 9
+from eval.workloads.agentic import AgenticWorkload
 from eval.workloads.base import Case, RunContext
 from eval.workloads.held_out import HeldOutWorkload
-from eval.workloads.marathon_workload import MarathonWorkload  # issue 9
-from eval.workloads.probes_workload import ProbesWorkload  # issue 9
+from eval.workloads.marathon_workload import MarathonWorkload
+from eval.workloads.probes_workload import ProbesWorkload
 from eval.workloads.scripted import ScriptedWorkload
 
 WORKLOADS = {"held_out": HeldOutWorkload, "scripted": ScriptedWorkload,

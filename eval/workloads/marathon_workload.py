@@ -8,7 +8,8 @@ grading on top of that run:
 
 - probe items: each item is correct when one of its accepted strings occurs in the answer
   with word boundaries (after whitespace normalisation); reported as correct / total, per
-  probe kind and for the deep-recall probes apart (the pilot's "78/84");
+  probe kind and for the deep-recall probes apart (the "78/84" of the billion-context paper's
+  Table 3);
 - phase variant: each migration step's answer is graded against the plan (execution
   fidelity = share of the step's plan items it names); a step missing any item is an
   execution error;

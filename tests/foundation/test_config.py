@@ -168,7 +168,7 @@ def test_pipeline_print_config_cli(project_root):
     assert "unknown key 'stagez'" in bad.stderr and "did you mean 'stages'" in bad.stderr
 
 
-# ------------------------------------------------------------- hostile recipes (issue 19)
+# ---------------------------------------- hostile recipes and the override errors the README shows
 
 
 def test_duplicate_key_names_the_key_and_line(tmp_path):

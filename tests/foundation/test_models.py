@@ -57,7 +57,7 @@ def test_model_info_cli_is_fast_once_cached(embedded_model, project_root):
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout)
     assert info["path"] == str(embedded_model.path)
-    # Not a timing test: this is the "seconds, not a reconversion" check, with a
+    # Not a timing test: a second resolve reads the cache (seconds, not a reconversion), with a
     # bound far above the ~0.1 s it takes, so a re-conversion (~30 s) is what fails it.
     assert elapsed < 20
 

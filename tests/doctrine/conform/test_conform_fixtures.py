@@ -1,4 +1,4 @@
-"""The issue's done criteria, on the project-made sessions under fixtures/.
+"""The checker against the project-made sessions under fixtures/: good summaries pass, damaged ones fail.
 
 Each targeted mutation of a good summary damages exactly one thing; the class it belongs
 to must score lower than in the verbatim summary.

@@ -34,7 +34,7 @@ def test_default_scales_the_reference_and_meets_it_at_200k():
     assert k.compress.min_compress_range == round(5000 * s) and k.preserve_recent_tokens == round(5000 * s)
 
 
-def test_aggressive_is_the_pilots_relaxed_gates():
+def test_aggressive_relaxes_every_gate():
     k = resolve_profile(8192, "aggressive").kernel
     g = round(0.02 * 8192)
     assert k.nudge.growth_floor == k.nudge.growth_cap == g and k.nudge.min_growth_floor == 0
