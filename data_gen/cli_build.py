@@ -45,10 +45,14 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def register_inspect(sub) -> None:
-    p = sub.add_parser("inspect", help="print stats and K samples rendered through a chat template")
+    p = sub.add_parser("inspect", help="print stats and N samples (of one kind) as the model sees them",
+                       description="python -m data_gen inspect runs/demo/data --kind refusal --n 2")
     p.add_argument("dir", help="a data_gen output folder")
     p.add_argument("--n", type=int, default=2, help="samples to render")
     p.add_argument("--split", default="train")
+    p.add_argument("--kind", help="only samples of this kind (nudged_compress, refusal, tier2, ...)")
+    p.add_argument("--plain", action="store_true",
+                   help="print the messages by role instead of through the model's chat template")
     p.add_argument("--model", default="embedded:smollm2-135m-instruct",
                    help="model spec whose training chat template renders the samples")
     p.set_defaults(func=_inspect)
@@ -74,15 +78,47 @@ def _inspect(args: argparse.Namespace) -> int:
         return 0
     import pyarrow.parquet as pq
 
+    from .recipe import KINDS
+
+    if args.kind and args.kind not in KINDS:
+        print(f"error: --kind {args.kind!r}: kinds are {', '.join(KINDS)}", file=sys.stderr)
+        return 2
+    rows = []
+    for f in files:
+        rows += [r for r in pq.read_table(f).to_pylist() if not args.kind or r["meta"]["kind"] == args.kind]
+        if len(rows) >= args.n:
+            break
+    rows = rows[:args.n]
+    if not rows:
+        print(f"no {args.kind} samples in the {args.split} split")
+        return 0
+    render = _plain if args.plain else _templated(args.model)
+    for i, row in enumerate(rows):
+        m = row["meta"]
+        print(f"\n===== sample {i}: {m['kind']} ({m['family']}, window {m['window']}, step {m['step']}) =====")
+        print(render(row))
+    return 0
+
+
+def _templated(model: str):
     from train.models import load_tokenizer
     from train.templates import choose_template
 
-    tok = load_tokenizer(args.model)
+    tok = load_tokenizer(model)
     template = choose_template(tok).template
-    rows = pq.read_table(files[0]).slice(0, args.n).to_pylist()
-    for i, row in enumerate(rows):
-        text = tok.apply_chat_template(row["messages"], tools=json.loads(row["tools"]), chat_template=template,
-                                       tokenize=False)
-        print(f"\n===== sample {i}: {row['meta']['kind']} ({row['meta']['family']}, window {row['meta']['window']}) =====")
-        print(text)
-    return 0
+    return lambda row: tok.apply_chat_template(row["messages"], tools=json.loads(row["tools"]),
+                                               chat_template=template, tokenize=False)
+
+
+def _plain(row: dict) -> str:
+    """The messages by role, tool calls with their arguments, the target marked."""
+    out = []
+    msgs = row["messages"]
+    for k, m in enumerate(msgs):
+        head = "TARGET assistant" if k == len(msgs) - 1 else m["role"] + (f" ({m['name']})" if m.get("name") else "")
+        out.append(f"--- {head}")
+        if m.get("content"):
+            out.append(m["content"])
+        for c in m.get("tool_calls") or []:
+            out.append(f"[call {c['function']['name']}] {c['function']['arguments']}")
+    return "\n".join(out)

@@ -26,11 +26,28 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def rows(tmp_path_factory):
+def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo") / "data"
     build_curriculum(load_config(ROOT / "configs/data/demo.yaml", DataRecipe, []), out, log=lambda *a: None,
                      progress=False)
-    return read_rows(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def rows(built):
+    return read_rows(built)
+
+
+@pytest.mark.parametrize("kind", ["refusal", "tier2"])
+def test_inspect_shows_samples_of_one_kind(built, capsys, kind):
+    from data_gen.__main__ import main
+
+    assert main(["inspect", str(built), "--kind", kind, "--n", "2", "--plain"]) == 0
+    out = capsys.readouterr().out
+    heads = [ln for ln in out.splitlines() if ln.startswith("===== sample")]
+    assert len(heads) == 2 and all(f": {kind} (" in h for h in heads)
+    assert out.count("--- TARGET assistant") == 2
+    assert main(["inspect", str(built), "--kind", "nudge"]) == 2
 
 
 def test_the_audit_sees_an_invisible_boundary():
