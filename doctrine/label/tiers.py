@@ -4,7 +4,10 @@ One ``Source: bN (XK→YK tok, Zx). [topic]`` header per source block (a topic s
 share gets an ordinal so the headers never read as a repeated status line), then 3-5
 distilled bullets per source (tier 2, 50-150 tokens each) or 1-3 index facts
 ``[artifact] — outcome in at most 8 words`` (tier 3, 30-60 tokens each), sizes read from
-``doctrine.limits``. Bullets are picked round-robin across importance categories (decisions
+``doctrine.limits``. Sources are merged first (:func:`merge_sources`): a line a later source
+repeats is kept once, a setting a later source changed is marked SUPERSEDED (tier 2) or
+dropped (tier 3) with one line saying what replaced it, and bare figures from the sources'
+``Source:`` headers (``8x``, ``2.4K``) are never carried as facts. Bullets are picked round-robin across importance categories (decisions
 and constraints, errors, paths, code, the rest) so a source keeps a decision and an error
 rather than five paths; a series of same-shaped lines keeps one. Once the sources reach
 1000 tokens the checker also wants a 2x fold, so the least important bullets are dropped
@@ -125,6 +128,24 @@ def _words(text: str, n: int) -> str:
     return " ".join(w[:n])
 
 
+def _outcome(text: str, n: int = 8) -> str:
+    """The outcome part of a distilled line in at most ``n`` words: what follows its process
+    prefix ("Ran `cmd` (m00006): ..."), cut at a clause end when one comes early enough. A
+    backtick span is never left open."""
+    body = text
+    m = re.search(r"\(m\d{5}\):\s+", text[:160])  # "Ran `cmd` (m00006): <outcome>"
+    if m and len(text[m.end():].split()) >= 3 and text[m.end():].count("`") % 2 == 0:
+        body = re.sub(r"^(?:what it showed|the result was|it printed|it found):?\s+", "", text[m.end():])
+        body = re.sub(r"^the line now reads\s+", "now ", body)
+    clause = re.split(r"[;,]\s|\.\s", body, maxsplit=1)[0]
+    if len(clause.split()) >= 3:
+        body = clause
+    out = _words(body, n).rstrip(".,;:")
+    if out.count("`") % 2:
+        out = out.rsplit("`", 1)[0].rstrip() or out.replace("`", "")
+    return out
+
+
 _PADS = (
     "{topic}: the original {n} message(s) stay restorable from {bid}.",
     "Restore {bid} for the full detail of {topic}.",
@@ -137,10 +158,10 @@ def _skeleton(line: str) -> str:
     return re.sub(r"\d+", "#", norm(line))
 
 
-def _tier2_part(b: BlockSource, bullet: str, lo: int, aim: int, count: CountTokens, index: int,
-                seen: set[str], header: str) -> list[str]:
+def _tier2_part(b: BlockSource, cands: list[tuple[int, str]], bullet: str, lo: int, aim: int, count: CountTokens,
+                index: int, seen: set[str], header: str) -> list[str]:
     lines = [header]
-    for _cat, text in _round_robin(source_bullets(b.summary)):
+    for _cat, text in _round_robin(cands):
         if len(lines) > 5 and count("\n".join(lines)) >= lo:
             break
         skel = _skeleton(text)
@@ -160,25 +181,175 @@ def _tier2_part(b: BlockSource, bullet: str, lo: int, aim: int, count: CountToke
     return lines
 
 
-def _tier3_part(b: BlockSource, bullet: str, aim: int, count: CountTokens, header: str) -> list[str]:
+def _nested_ids(summary: str) -> dict[str, str]:
+    """Content line -> the nested block (``Source: bN`` header above it) it came from."""
+    out, cur = {}, None
+    for ln in summary.split("\n"):
+        m = re.match(r"^[\s>*_`#-]*Source:\s*(b\d+)", ln)
+        if m:
+            cur = m.group(1)
+            continue
+        mb = _BULLET.match(ln)
+        if cur and mb:
+            out[mb.group(1).strip()] = cur
+    return out
+
+
+_FILE = re.compile(r"(?<![\w/.-])(?:[\w-]+/)*[\w-]+\.(?:py|ts|tsx|js|json|toml|yaml|yml|md|cfg|txt|lock|log|csv)\b")
+
+
+def _artifact(line: str, nested: dict[str, str]) -> str | None:
+    """What a tier-3 fact is about: the line's path (with its line), its nested block, a file."""
+    m = _PATH_LINE.search(line)
+    if m:
+        return m.group(0)
+    if line in nested:
+        return nested[line]
+    m = _FILE.search(line)
+    return m.group(0) if m else None
+
+
+def _tier3_part(b: BlockSource, cands: list[tuple[int, str]], bullet: str, aim: int, count: CountTokens,
+                header: str) -> list[str]:
     lines = [header]
-    cands = source_bullets(b.summary)
-    # Nested block ids first: a tier-3 index is the way back to the detail.
-    arts = list(dict.fromkeys(re.findall(r"Source:\s*(b\d+)", b.summary)))
-    for _c, t in cands:
-        for m in _PATH_LINE.finditer(t):
-            if m.group(0) not in arts:
-                arts.append(m.group(0))
-    outcomes = [t for c, t in cands if c in (0, 1)] + [t for c, t in cands if c == 4]
+    nested = _nested_ids(b.summary)
+    # Decisions and errors first, then what changed where (paths), then the rest.
+    outcomes = ([t for c, t in cands if c in (0, 1)] + [t for c, t in cands if c == 2]
+                + [t for c, t in cands if c in (3, 4)])
+    ids = list(dict.fromkeys(re.findall(r"Source:\s*(b\d+)", b.summary)))
     for i, outcome in enumerate(outcomes[:3]):
-        art = arts[i] if i < len(arts) else (b.topic or b.block_id)
-        fact = f"{bullet}[{art}] — {_words(outcome, 8)}"
+        art = _artifact(outcome, nested) or (ids[i] if i < len(ids) else (b.topic or b.block_id))
+        fact = f"{bullet}[{art}] — {_outcome(outcome)}"
         if i >= 1 and count("\n".join(lines + [fact])) > aim:
             break
         lines.append(fact)
     if len(lines) == 1:
-        lines.append(f"{bullet}[{arts[0] if arts else (b.topic or b.block_id)}] — details in {b.block_id}")
+        lines.append(f"{bullet}[{ids[0] if ids else (b.topic or b.block_id)}] — details in {b.block_id}")
     return lines
+
+
+# ---------------------------------------------------------------------- merging sources
+_FIGURE = re.compile(r"^[\s(~≈]*\d+(?:[.,_]\d+)?\s*(?:[Kk]|x|×|%|tok(?:ens)?)?[\s).]*$")
+# A setting whose value later work may change: a pin (``httpx==0.28.1``) or a snake_case /
+# dotted / UPPER_SNAKE key given a number (``pool_size=8``, ``CACHE_TTL_MS = 15_000``);
+# ids in log lines (``req=55d7``) and code (``resp=client.get``) are not settings.
+_SETTING = re.compile(r"(?<![\w.-])([A-Za-z][\w.-]*?)(==|\s*=\s*|:\s+)`?(\d[\w.:/+-]*)")
+_LOG_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
+
+
+def _settings(text: str) -> list[tuple[str, str, str]]:
+    """(key, operator, value) of the settings a line states; none from a log line (its
+    figures are observations, not settings)."""
+    if _LOG_TIME.search(text):
+        return []
+    out = []
+    for k, op, v in _SETTING.findall(text):
+        op = op.strip() if op.strip() else op
+        if op != "==" and not re.search(r"[_.]", k.strip(".")):
+            continue  # ``x=1`` in code, ``req=55d7`` in a log: not a named setting
+        out.append((k, op if op == "==" else "=", v.rstrip(".,;:")))
+    return out
+
+
+_MARKED = re.compile(r"\b(?:OBSOLETE|SUPERSEDED)\b")
+
+
+@dataclass
+class Merged:
+    """Per source: the lines worth keeping (category, text); notes on what was replaced."""
+
+    bullets: list[list[tuple[int, str]]]
+    notes: dict[int, list[str]]
+    superseded: set[str]  # settings ("KEY=old") that later sources replaced
+
+
+def _bare_figure(text: str) -> bool:
+    """A line that is only a size or ratio (``8x``, ``2.4K``, ``495``): header arithmetic,
+    never a fact to carry."""
+    return bool(_FIGURE.match(text.strip().strip("`*-• ")))
+
+
+def merge_sources(blocks: list[BlockSource], tier: int) -> Merged:
+    """The sources' lines as one digest would keep them.
+
+    * a line a later source repeats is kept once, in the later source (merged);
+    * a setting (``KEY=value``, ``pkg==version``) a later source gives another value is
+      superseded: tier 2 keeps the line marked ``SUPERSEDED`` with what replaced it, tier 3
+      drops it; either way one note in the later source's part says what changed;
+    * lines already marked OBSOLETE/SUPERSEDED are dropped at tier 3 (with a note);
+    * bare figures (header sizes and ratios) are never kept.
+    """
+    per = [[(c, t) for c, t in source_bullets(b.summary) if not _bare_figure(t)] for b in blocks]
+    # Merge repeats: the latest mention wins.
+    later: dict[str, int] = {}
+    for i, lines in enumerate(per):
+        for _c, t in lines:
+            later[norm(t).lower().rstrip(".")] = i
+    per = [[(c, t) for c, t in lines if later[norm(t).lower().rstrip(".")] == i] for i, lines in enumerate(per)]
+    # Settings and their values per source, in order.
+    values: dict[str, list[tuple[int, str, str]]] = {}
+    for i, lines in enumerate(per):
+        for _c, t in lines:
+            for k, op, v in _settings(t):
+                values.setdefault(k, []).append((i, op, v))
+    notes: dict[int, list[str]] = {}
+    superseded: set[str] = set()
+    out: list[list[tuple[int, str]]] = []
+    for i, lines in enumerate(per):
+        kept = []
+        dropped_marked = 0
+        for c, t in lines:
+            if tier == 3 and _MARKED.search(t):
+                dropped_marked += 1
+                continue
+            newer = None
+            for k, op, v in _settings(t):
+                after = [(j, o, w) for j, o, w in values.get(k, []) if j > i and w != v]
+                if after:
+                    j, o, w = after[-1]
+                    newer = (k, op, v, j, o, w)
+                    break
+            if newer is None:
+                kept.append((c, t))
+                continue
+            k, op, v, j, o, w = newer
+            superseded.add(f"{k}{op}{v}")
+            old, new = f"`{k}{op}{v}`", f"`{k}{o}{w}`"
+            if tier == 2:
+                kept.append((0, f"SUPERSEDED by {blocks[j].block_id} ({new}): {t}"))
+            note = (f"{old} from {blocks[i].block_id} is superseded by {new}: dropped as obsolete." if tier == 3
+                    else f"{new} replaces {old} of {blocks[i].block_id}; the old value is obsolete.")
+            if note not in notes.get(j, []):
+                notes.setdefault(j, []).append(note)
+        if dropped_marked:
+            notes.setdefault(i, []).append(
+                f"{dropped_marked} item(s) of {blocks[i].block_id} marked obsolete or superseded are dropped.")
+        out.append(kept)
+    return Merged(out, notes, superseded)
+
+
+def _line_holding(item: str, blocks: list[BlockSource], merged: Merged) -> str | None:
+    """A kept source line that holds ``item`` verbatim (shortened around it), else the item
+    itself when it is a fact in its own right; None for a header figure or a superseded value."""
+    if _bare_figure(item) or any(item in s or s in item for s in merged.superseded):
+        return None
+    for lines in reversed(merged.bullets):
+        for _c, t in lines:
+            if item in t:
+                if len(t) <= 180:
+                    return t
+                # The clause that holds it ("`x = 1` at src/a.py:12"), not a bare anchor.
+                clause = next(c for c in re.split(r";\s+", t) if item in c)
+                m = re.search(r"\(m\d{5}\)[:;,]?\s+(?:it found\s+)?", clause[:160])
+                if m and item in clause[m.end():]:
+                    clause = clause[m.end():]
+                return clause if len(clause) <= 180 and len(clause.split()) >= 3 else item
+    # Only in a ``Source:`` header (sizes, ratios): not a fact of the work.
+    for b in blocks:
+        for ln in b.summary.split("\n"):
+            if item in ln and not ln.strip().lower().lstrip("-*• ").startswith("source:"):
+                return item
+    return None
 
 
 def _fit(parts: list[list[str]], total_max: int, lo_per: int, n_sources: int, count: CountTokens,
@@ -218,11 +389,15 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
     total_max = hi_total if source_tokens < 1000 else min(hi_total, int(source_tokens / 2.1))
     per = max(lo_per + 3, min(aim_per, int(total_max / (k + 0.5))))
     seen: set[str] = set()  # bullet shapes already used, across sources
+    merged = merge_sources(blocks, tier)
     for i, b in enumerate(blocks):
         if tier == 2:
-            parts.append(_tier2_part(b, bullet, lo_per + 3, per, count, i, seen, headers[i]))
+            parts.append(_tier2_part(b, merged.bullets[i], bullet, lo_per + 3, per, count, i, seen, headers[i]))
         else:
-            parts.append(_tier3_part(b, bullet, min(aim_per, per), count, headers[i]))
+            parts.append(_tier3_part(b, merged.bullets[i], bullet, min(aim_per, per), count, headers[i]))
+        # What later work replaced is said where the replacement lives (tier 2 marks the
+        # old line, tier 3 drops it and leaves this one line).
+        parts[-1] += [bullet + note for note in merged.notes.get(i, [])]
     if raw:
         refs = [state.by_raw.get(m.id, m.id) for m in raw]
         parts.append([f"Also folded: {refs[0]}–{refs[-1]} ({len(raw)} msgs between the source blocks)"])
@@ -245,8 +420,11 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
         for miss in add:
             if discloses(miss, src_text) or any(norm(miss) in norm(x) for p in parts for x in p):
                 continue
-            parts[-1].append(bullet + miss)
-            keep.add(bullet + miss)
+            line = miss if any(miss in m.text for m in raw) else _line_holding(miss, blocks, merged)
+            if line is None:  # only a header figure (8x, 2.4K) or a superseded value holds it
+                continue
+            parts[-1].append(bullet + line)
+            keep.add(bullet + line)
         _fit(parts, total_max, lo_per, len(blocks), count, keep)
         text = "\n".join("\n".join(p) for p in parts)
         rep = check(text)
