@@ -289,6 +289,9 @@ def _card(recipe: DataRecipe, doctrine, counts: dict) -> str:
         for k in sorted(set(mix["target"]) | set(mix["available"])):
             lines.append(f"| {k} | {mix['target'].get(k, 0):.3f} | {mix['reached'].get(k, 0):.3f} | "
                          f"{mix['rows'].get(k, 0)} | {mix['available'].get(k, 0)} |")
+        for k in mix.get("short") or []:
+            lines.append(f"\n`{k}` falls short of its share: {mix['available'].get(k, 0)} row(s), each repeated at most "
+                         f"{recipe.mixture.max_repeat}x.")
         for k in mix.get("missing") or []:
             lines.append(f"\nNo train row of `{k}`: {WHY_NONE[k]}; its share went to the other kinds.")
     for src, why in (mix.get("why_none") or {}).items():

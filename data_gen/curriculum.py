@@ -149,6 +149,9 @@ WHY_NONE = {
 }
 
 
+BINDING_SHARE = 0.05
+
+
 def sample_to_shares(samples: list[dict], shares: dict[str, float], max_repeat: int,
                      seed: int) -> tuple[list[dict], dict[str, Any]]:
     """``samples`` sampled (seeded, order kept) so each kind reaches its target share.
@@ -156,7 +159,9 @@ def sample_to_shares(samples: list[dict], shares: dict[str, float], max_repeat: 
     Unlisted kinds share the rest in their natural proportion; a listed kind with no row is
     reported under ``missing`` and the others are renormalised. The split size is the
     largest that no kind needs more than ``max_repeat`` copies of its rows for (and at most
-    the rows given). Returns the rows and a report: target, available, rows, reached.
+    the rows given); a kind whose target is under ``BINDING_SHARE`` does not shrink the
+    split: it is capped at ``max_repeat`` copies and falls short. Returns the rows and a
+    report: target, available, rows, reached, missing, short.
     """
     by_kind: dict[str, list[int]] = defaultdict(list)
     for i, s in enumerate(samples):
@@ -174,8 +179,11 @@ def sample_to_shares(samples: list[dict], shares: dict[str, float], max_repeat: 
     target = {k: v / total for k, v in target.items() if v > 0} if total > 0 else {}
     if not target:
         return list(samples), {"target": {}, "available": avail, "rows": avail, "reached": {}, "missing": missing}
-    size = min([len(samples)] + [avail[k] * max_repeat / t for k, t in target.items()])
-    want = {k: int(round(t * size)) for k, t in target.items()}
+    # Kinds with a share of at least BINDING_SHARE set the size; a smaller one that cannot
+    # fill its share within max_repeat is capped and reported short instead of shrinking
+    # the whole split to a few rows.
+    size = min([len(samples)] + [avail[k] * max_repeat / t for k, t in target.items() if t >= BINDING_SHARE])
+    want = {k: min(int(round(t * size)), avail[k] * max_repeat) for k, t in target.items()}
     copies = [0] * len(samples)
     for k, idx in by_kind.items():
         n = want.get(k, 0)
@@ -189,8 +197,9 @@ def sample_to_shares(samples: list[dict], shares: dict[str, float], max_repeat: 
     out = [s for s, c in zip(samples, copies, strict=True) for _ in range(c)]
     got = Counter(str(s["meta"].get("kind")) for s in out)
     reached = {k: round(v / len(out), 3) for k, v in sorted(got.items())} if out else {}
+    short = sorted(k for k, t in target.items() if want[k] < int(round(t * size)))
     return out, {"target": {k: round(v, 3) for k, v in sorted(target.items())}, "available": avail,
-                 "rows": dict(sorted(got.items())), "reached": reached, "missing": missing}
+                 "rows": dict(sorted(got.items())), "reached": reached, "missing": missing, "short": short}
 
 
 def order_by_stage(samples: list[dict], stages: list[Stage]) -> list[dict]:

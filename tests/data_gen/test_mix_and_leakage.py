@@ -36,6 +36,14 @@ def test_shares_are_reached_within_the_repeat_cap():
     assert [id(r) for r in other] != [id(r) for r in out]
 
 
+def test_a_small_share_that_cannot_be_filled_does_not_shrink_the_split():
+    rows = _rows(ordinary=100, refusal=40, tier3=1)
+    out, rep = sample_to_shares(rows, {"refusal": 0.3, "tier3": 0.04}, 3, seed=0)
+    got = Counter(r["meta"]["kind"] for r in out)
+    assert got["tier3"] == 3 and rep["short"] == ["tier3"]
+    assert len(out) > 130 and got["refusal"] / len(out) == pytest.approx(0.3, abs=0.02)
+
+
 def test_a_kind_no_source_supplied_is_reported_and_its_share_redistributed():
     rows = _rows(ordinary=40, emergency=40)
     out, rep = sample_to_shares(rows, {"spontaneous_compress": 0.1, "emergency": 0.25}, 2, seed=0)
