@@ -64,6 +64,8 @@ def run_one(name: str, data: Path, steps: int, model: str, out: Path) -> dict:
         "target_tokens": max(float(h.get("num_target_tokens", 0)) for h in steps_logged),
         "mean_loss": sum(m["losses"]) / len(m["losses"]),
         "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        # The machine's 1-minute load at the end: above the core count, another job shared the CPU.
+        "load_1min": os.getloadavg()[0],
     }
 
 
@@ -110,7 +112,7 @@ def main() -> int:
         r = json.loads(line[len("RESULT "):])
         results.append(r)
         print(f"{name:<40} {r['steps']} steps {r['seconds']:7.1f}s  {r['target_tokens'] / r['seconds']:6.1f} target tok/s  "
-              f"{r['tokens'] / r['seconds']:7.1f} tok/s  peak RSS {r['peak_rss_gb']:5.1f} GB  loss {r['mean_loss']:.4f}",
+              f"{r['tokens'] / r['seconds']:7.1f} tok/s  peak RSS {r['peak_rss_gb']:5.1f} GB  loss {r['mean_loss']:.4f}  load {r['load_1min']:.1f}",
               flush=True)
     base = next((r for r in results if r["variant"] == "demo"), None)
     if base:

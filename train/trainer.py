@@ -35,12 +35,19 @@ class ProjectSFTTrainer(SFTTrainer):
     def __init__(self, *args, target_only_logits: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.target_only_logits = target_only_logits
+        self._total_target_tokens = 0
         if target_only_logits and (self.compute_loss_func is not None or self.label_smoother is not None
                                    or self.args.loss_type != "nll" or self.aux_loss_enabled):
             raise ValueError("trainer.target_only_logits computes the plain token NLL; it does not combine "
                              "with a custom loss, label smoothing, another loss_type or an MoE aux loss")
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if self.model.training:
+            # Target tokens trained on so far (``num_target_tokens`` beside TRL's ``num_tokens``):
+            # the figure that training throughput is measured in.
+            n = (inputs["labels"][:, 1:] != -100).sum()
+            self._total_target_tokens += self.accelerator.gather_for_metrics(n).sum().item()
+            self._metrics["train"]["num_target_tokens"] = [self._total_target_tokens]
         # The logits for compute_metrics (return_outputs) are the full ones: TRL's path.
         if not self.target_only_logits or return_outputs:
             return super().compute_loss(model, inputs, return_outputs=return_outputs,
