@@ -278,6 +278,32 @@ def _to_file_if_large(point: DecisionPoint, args: dict[str, Any], cfg: LabelConf
     return target if len(body) > limit else None
 
 
+def view_refs(point: DecisionPoint) -> list[list[str]]:
+    """The ids a compress range can name for every message the model is shown, in view order
+    (the order ``to_chat`` flattens back to): its kernel ref (``m00012``), plus the block ids
+    (``b3``) a compress call made (the proxy host keeps summaries in those calls) or a summary
+    message stands for. Evaluation resolves a model's range against them the way the kernel
+    would, instead of guessing from the tags a host happens to render."""
+    from doctrine.kernel.state import SUMMARY_ID_PREFIX
+
+    state = point.state
+    by_call: dict[str, list[str]] = {}
+    for b in state.blocks:
+        if b.compress_call_id:
+            by_call.setdefault(b.compress_call_id, []).append(b.block_id)
+    out: list[list[str]] = []
+    for m in point.view.messages:
+        mid = m.id or ""
+        ids = [mid[len(SUMMARY_ID_PREFIX):]] if mid.startswith(SUMMARY_ID_PREFIX) else []
+        ref = state.by_raw.get(mid)
+        if ref:
+            ids.insert(0, ref)
+        if m.content_type == "tool-call" and m.tool_call_id:
+            ids += by_call.get(m.tool_call_id, [])
+        out.append(ids)
+    return out
+
+
 def _sample(point: DecisionPoint, label: Any, system_prompt: str, tools: list[dict[str, Any]],
             common: dict[str, Any], step: Any) -> DecisionSample:
     chat = to_chat(point.view.messages)
@@ -293,6 +319,7 @@ def _sample(point: DecisionPoint, label: Any, system_prompt: str, tools: list[di
         "nudge": {"shown": point.nudge_shown, "tier": d.tier if point.nudge_shown else None,
                   "voice": d.voice if point.nudge_shown else None},
         "token_count": point.token_count,
+        "view_refs": view_refs(point),
     })
     return DecisionSample(messages, copy.deepcopy(tools), meta, point=point, label=label)
 

@@ -39,6 +39,7 @@ S_TODO_VIEW = 0.3  # TODO/FIXME read in a file view
 S_CONFIG_EDIT = 0.8  # a setting changed by an edit
 S_CONFIG_VIEW = 0.35  # a setting read in a config file view
 S_CONFIG_OUTPUT = 0.2  # key=value noise in logs and command output
+S_CONFIG_PLAIN = 0.25  # a viewed config row with no number and no threshold name (under min_salience)
 
 SIGNATURE_RE = re.compile(
     r"^\s*(?:@\w[\w.]*\s+)?(?:(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:def|class|function\*?|interface|"
@@ -70,7 +71,7 @@ _THRESHOLD_WORDS = re.compile(
 _HASH = re.compile(r"(?<![\w-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-])")
 _SKELETON_DIGITS = re.compile(r"\d+")
 _TEST_TIMING = re.compile(r"^\s*(?:[✓✔✕✗×√]|PASSED|FAILED|ok|not ok)\s.*\(\d+(?:\.\d+)?\s?m?s\)\s*$|"
-                          r"\bin \d+(?:\.\d+)?s\b.*=+\s*$")
+                          r"\bin \d+(?:\.\d+)?s\b.*=+\s*$|\[\s*\d{1,3}%\]\s*$")  # pytest's progress column
 
 
 def _clean_value(v: str) -> str:
@@ -139,7 +140,11 @@ def scan_values(text: str, msg: str, c: Collector, *, base: float, config_file: 
             m = _CFG_LINE.match(line)
             if m:
                 sep = ": " if m.group("sep") == ":" else "="
-                _add_setting(c, m.group("key"), m.group("value"), sep, msg, config_salience)
+                # A config row read in passing (``private: true``, ``name: lumen``) is no KEEP
+                # item unless it holds a number or names a threshold; rows an edit changed are.
+                plain = not re.search(r"\d", m.group("value")) and not boost and config_salience < S_CONFIG_EDIT
+                _add_setting(c, m.group("key"), m.group("value"), sep, msg,
+                             min(config_salience, S_CONFIG_PLAIN) if plain else config_salience)
 
 
 def _is_config(path: str | None) -> bool:

@@ -130,6 +130,11 @@ def _setting_values(items: list[KeepItem], texts: list[str]) -> dict[str, list[s
     return out
 
 
+def _says(key: str, values: list[str], text: str) -> bool:
+    pat = r"(?<![\w-])" + re.escape(key) + r"(?![\w-])[^\n\d]{0,12}?(?P<v>-?\d+(?:\.\d+)*)"
+    return any(m.group("v") in values for m in re.finditer(pat, text))
+
+
 def check_usability(summary: str, source_texts: list[str], items: list[KeepItem]) -> UsabilityReport:
     """The findings above for ``summary`` against its source texts and KEEP items."""
     rep = UsabilityReport()
@@ -168,6 +173,8 @@ def check_usability(summary: str, source_texts: list[str], items: list[KeepItem]
     rep.invented_numbers = invented
 
     flat = _REF.sub(" ", norm_number(summary))
+    # A backticked quote of a log or code line says what the source printed, not what holds now.
+    unquoted = _CODE_SPAN.sub(" ", flat)
     for k, vals in _setting_values(items, source_texts).items():
         said: list[str] = []
         for m in re.finditer(r"(?<![\w-])" + re.escape(k) + r"(?![\w-])[^\n\d]{0,12}?(?P<v>-?\d+(?:\.\d+)*)", flat):
@@ -175,7 +182,7 @@ def check_usability(summary: str, source_texts: list[str], items: list[KeepItem]
         wrong = [v for v in said if v not in vals]
         if wrong:
             rep.altered_values.append(f"{k}={wrong[0]} (source: {', '.join(vals)})")
-        elif said and len(vals) > 1 and vals[-1] not in said and not re.search(
+        elif len(vals) > 1 and vals[-1] not in said and _says(k, vals[:-1], unquoted) and not re.search(
                 r"(?<![\w.])" + re.escape(vals[-1]) + r"(?![\w]|\.\d)", flat):
             rep.stale_values.append(f"{k}={said[0]} (now {vals[-1]})")
     return rep

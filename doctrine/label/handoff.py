@@ -194,12 +194,13 @@ def _errors(out: str) -> tuple[list[str], str | None]:
     if frames:
         where = frames[-1]
     elif locs:
-        where = " and ".join(locs[:2])
+        where = ", ".join(locs[:4])
     # The last exception of a traceback says most; keep a few, in order, without repeats.
     uniq = list(dict.fromkeys(found))
     exc = [x for x in uniq if _EXC.match(x)]
-    rest = [x for x in uniq if x not in exc]
-    return (exc[-1:] + rest + exc[:-1])[:4], where
+    ids = [x for x in uniq if "::" in x and " " not in x]  # failing pytest ids: every one is kept
+    rest = [x for x in uniq if x not in exc and x not in ids]
+    return (exc[-1:] + ids[:6] + rest + exc[:-1])[:max(4, len(ids[:6]) + 2)], where
 
 
 def _counts(out: str) -> str | None:
@@ -221,9 +222,18 @@ def _edit_sentence(args: dict[str, Any], result: str, verb: str) -> tuple[str, l
     new = args.get("new_str") if isinstance(args.get("new_str"), str) else None
     old = args.get("old_str") if isinstance(args.get("old_str"), str) else ""
     if args.get("command") == "create" and isinstance(args.get("file_text"), str):
-        sigs = [ln.strip() for ln in args["file_text"].split("\n") if _SIG.match(ln)][:2]
-        tail = f", defining {' and '.join(f'`{s}`' for s in sigs)}" if sigs else ""
-        return f"Created {path}{tail}", []
+        body = args["file_text"].split("\n")
+        sigs = [ln.strip() for ln in body if _SIG.match(ln)][:2]
+        tests = [(m.group(1) or m.group(2)) for ln in body for m in [_TEST_NAME.search(ln)] if m][:3]
+        if sigs:
+            tail = f", defining {' and '.join(f'`{s}`' for s in sigs)}"
+        elif tests:
+            tail = ", with the tests " + ", ".join(f'"{t}"' for t in tests)
+        else:
+            first = next((ln.strip() for ln in body if ln.strip() and not ln.strip().startswith(("import", "from", "#", "//"))), "")
+            tail = f", a new file of {len(body)} lines starting with `{short(first, 100)}`" if first else ", an empty file"
+        todos = [f"TODO in {path}: {m.group('body').strip()}" for ln in body for m in [_TODO.search(ln)] if m]
+        return f"Created {path}{tail}", todos
     if new is None:
         return f"{verb} {path}; the change itself is in the restored message", []
     old_lines = {" ".join(x.split()) for x in old.split("\n")}
@@ -270,13 +280,16 @@ def _question(rd: RangeReading, q: str, m: Message, later: list[Message], ref_of
 # Tuning knobs written in code (timeout=5, max_retries: 3): the values a change must carry over.
 _KNOB = re.compile(r"(?<![\w.])\w*(?:timeout|limit|max|min|retries|retry|size|ttl|port|interval|delay|workers|"
                    r"threshold)\w*\s*[=:]\s*-?\d[\w.]*", re.I)
+_TEST_NAME = re.compile(r"""\b(?:it|test|describe)\(\s*['"`]([^'"`]{3,80})['"`]|\bdef (test_\w+)""")
+_PIN = re.compile(r"(?<![\w.-])([A-Za-z][\w.-]*)(==|>=|@)(\d+(?:\.\d+)+)")
 _CONFIG_EXT = re.compile(r"\.(?:json|ya?ml|toml|ini|cfg|env|properties)$|(?:^|/)\.env")
 _CFG_ROW = re.compile(r"^\s*[\"']?[\w.@/-]+[\"']?\s*[:=]\s*[\"']?[\w.^~<>=@/-]*\d[\w.^~<>=@/-]*[\"']?,?\s*$")
 
 
 def _diff_changes(out: str) -> list[str]:
-    """Up to three added lines of a unified diff, each with the file and line it lands on."""
-    path, line, found = None, None, []
+    """Added lines of a unified diff (definitions first, at most four), each with the file and
+    the hunk it is in, as the diff prints it (no line is counted out by hand)."""
+    path, hunk, found = None, None, []
     for row in out.split("\n"):
         if row.startswith("+++ "):
             p = row[4:].strip()
@@ -284,15 +297,30 @@ def _diff_changes(out: str) -> list[str]:
             continue
         m = re.match(r"^@@ -\d+(?:,\d+)? \+(\d+)", row)
         if m:
-            line = int(m.group(1))
+            hunk = m.group(1)
             continue
-        if line is None:
-            continue
-        if row.startswith("+") and row[1:].strip() and len(found) < 3:
-            found.append(f"`{short(row[1:].strip(), 120)}` at {path}:{line}")
-        if not row.startswith("-"):
-            line += 1
-    return found
+        if hunk is not None and row.startswith("+") and row[1:].strip():
+            found.append((not _SIG.match(row[1:]), len(found), f"`{short(row[1:].strip(), 120)}` in the hunk at {path}:{hunk}"))
+    return [f for _d, _n, f in sorted(found)[:4]]
+
+
+_CONST_LINE = re.compile(r"^(?:export\s+)?(?:const|let|var)?\s*[A-Z][A-Z0-9_]{2,}\s*[=:]\s*\S.*$")
+
+
+def _restored_sentence(out: str, ref: str, tool: str) -> str:
+    """A decompress/search result: the exact items of the text it brought back."""
+    lines = [(_CAT_N.match(r).group("code") if _CAT_N.match(r) else r).strip() for r in out.split("\n")]
+    lines = [ln for ln in lines if ln and not _BANNER.match(ln)]
+    errors, where = _errors(out)
+    items: list[str] = [f"`{short(e, 160)}`" + (f" at {where}" if where and n == 0 else "") for n, e in enumerate(errors[:2])]
+    items += [f"`{short(ln.rstrip('{').strip(), 90)}`" for ln in lines if _SIG.match(ln) or _CONST_LINE.match(ln)][:5]
+    items += [f"`{short(ln.rstrip(','), 60)}`" for ln in lines if _CFG_ROW.match(ln)][:4]
+    items += [f"`{k}`" for k in dict.fromkeys(m.group(0) for ln in lines for m in _KNOB.finditer(ln))][:2]
+    items = list(dict.fromkeys(items))[:10]
+    verb = "Searched the folded history" if tool == "search_context" else "Restored a folded block"
+    if not items:
+        return f"{verb} ({ref}); the text it brought back holds nothing that must be kept word for word."
+    return f"{verb} ({ref}); the text it brought back holds " + ", ".join(items) + "."
 
 
 def _purpose(messages: list[Message], call: Message | None) -> str:
@@ -410,16 +438,26 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
             counts = _counts(out)
             diff = _diff_changes(out)
             what = f"`{short(_CD.sub('', cmd), 90)}`" if cmd else f"the {name} tool"
+            if name in ("decompress", "search_context"):
+                # A restore: what matters is what the restored text says, not that a tool ran.
+                rd.add("steps", _restored_sentence(out, ref, name), 1)
+                if count(m.text) >= big_output_tokens:
+                    rd.add("dropped", f"The restored text is folded again here; restore {ref} if it is needed.", 4)
+                continue
             parts = []
             if counts:
                 parts.append(f"the result was {counts}")
             if errors:
                 at = f" at {where}" if where else ""
-                parts.append(f"it failed with `{short(errors[0], 200)}`{at}")
-                for extra in errors[1:3]:
+                verb = "it records" if name in ("decompress", "search_context") else "it failed with"
+                parts.append(f"{verb} `{short(errors[0], 200)}`{at}")
+                for extra in errors[1:8]:
                     parts.append(f"also `{short(extra, 160)}`")
             if diff:
                 parts.append("the diff adds " + "; ".join(diff))
+            pins = list(dict.fromkeys("".join(p) for p in _PIN.findall(out)))[:8]
+            if pins and not diff:
+                parts.append("it names " + ", ".join(f"`{p}`" for p in pins))
             hits = [_GREP_HIT.match(r.strip()) for r in out.split("\n")]
             hits = [h for h in hits if h][:5]
             if hits and not errors:
@@ -442,6 +480,23 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
                    1 if errors or counts else 3, bool(errors))
             if count(m.text) >= big_output_tokens:
                 rd.add("dropped", f"The full output of {what} is folded here; restore {ref} if its raw text is needed.", 4)
+
+    # Calls whose result lies outside the range (the kernel folds the pair together, so the
+    # result's facts come with the next fold): the call itself is still said.
+    answered = {m.tool_call_id for m in messages if m.content_type == "tool-result"}
+    for call in messages:
+        if call.content_type != "tool-call" or call.tool_call_id in answered:
+            continue
+        args = _args(call)
+        cmd = args.get("command") if isinstance(args.get("command"), str) else None
+        if "path" in args and (cmd in ("str_replace", "insert", "create") or "new_str" in args):
+            sentence, todos = _edit_sentence(args, "", verbs["edited"])
+            rd.add("steps", f"{sentence} ({ref_of(call)}).", 1)
+            for t in todos:
+                rd.add("open", t, 1, True)
+        elif cmd:
+            rd.add("steps", f"{verbs['ran']} `{short(_CD.sub('', cmd), 90)}` ({ref_of(call)}); its result "
+                            "comes after this range.", 2)
 
     # Ground-truth facts of the range that no line carries yet are kept verbatim, with where
     # they came from.

@@ -167,7 +167,7 @@ def _tier2_part(b: BlockSource, cands: list[tuple[int, str]], bullet: str, lo: i
         skel = _skeleton(text)
         if skel in seen:  # "helper_1", "helper_2"...: one of a series is enough
             continue
-        cand = lines + [bullet + ph.short(text, 180)]
+        cand = lines + [bullet + ph.short(text, 150)]
         if count("\n".join(cand)) <= aim or count("\n".join(lines)) < lo or len(lines) < 4:
             lines = cand
             seen.add(skel)

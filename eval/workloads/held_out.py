@@ -58,6 +58,15 @@ def normalise_row(row: dict[str, Any]) -> dict[str, Any]:
         raise ValueError("row needs at least two messages (context and target)")
     row.setdefault("tools", [])
     row.setdefault("meta", {})
+    extra = row["meta"].get("extra")
+    if isinstance(extra, str) and extra.strip():
+        # data_gen keeps open-ended meta (nudge_view, view_refs, ranges...) as one JSON column.
+        try:
+            more = json.loads(extra)
+        except ValueError:
+            raise ValueError("meta.extra is not JSON") from None
+        if isinstance(more, dict):
+            row["meta"] = {**more, **{k: v for k, v in row["meta"].items() if k != "extra"}}
     return row
 
 
@@ -198,9 +207,67 @@ def _source_for(context: list[dict[str, Any]], start: str, end: str) -> list[dic
     return context[a:j]
 
 
+def source_by_refs(context: list[dict[str, Any]], view_refs: Any, start: str, end: str) -> list[dict[str, Any]] | None:
+    """The messages a range folds, resolved the way the kernel resolves it, from the row's
+    ``view_refs`` (every shown message's ref and block ids, recorded by data_gen).
+
+    Returns flat messages with the ref as id (block summaries as ``bN`` messages for a
+    tier-2/3 range), or None when the row has no usable ``view_refs`` or the range names an
+    id that is not in the view, or runs backwards (the kernel would reject it).
+    """
+    from doctrine.conform import normalise_messages
+
+    body = [m for m in context if m.get("role") != "system"]
+    if not isinstance(view_refs, list):
+        return None
+    try:
+        flat = normalise_messages(body)
+    except ValueError:
+        return None
+    if len(flat) != len(view_refs):
+        return None
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for i, ids in enumerate(view_refs):
+        for x in ids or []:
+            first.setdefault(str(x), i)
+            last[str(x)] = i
+    a, b = first.get(_norm_ref(start)), last.get(_norm_ref(end))
+    if a is None or b is None or a > b:
+        return None
+    calls = {m.tool_call_id for m in flat[a:b + 1] if m.kind == "tool-call" and m.tool_call_id}
+    while b + 1 < len(flat) and flat[b + 1].kind == "tool-result" and flat[b + 1].tool_call_id in calls:
+        b += 1  # a call and its result fold together
+    out: list[dict[str, Any]] = []
+    blocks = ref_interval(start, end) is not None and _norm_ref(start).startswith("b")
+    for m, ids in zip(flat[a:b + 1], view_refs[a:b + 1], strict=True):
+        made = [x for x in ids if str(x).startswith("b")]
+        if blocks and made and m.kind == "tool-call":
+            try:
+                content = json.loads(m.text).get("content") or []
+            except (ValueError, AttributeError):
+                content = []
+            for bid, r in zip(made, content, strict=False):
+                if isinstance(r, dict) and isinstance(r.get("summary"), str):
+                    out.append({"id": bid, "role": "system", "content_type": "text", "text": r["summary"]})
+            continue
+        if blocks and made and m.kind == "text":
+            out.append({"id": made[0], "role": "system", "content_type": "text", "text": m.text})
+            continue
+        if blocks:
+            continue  # a tier-2/3 digest folds blocks, not the raw messages between them
+        d = {"id": ids[0] if ids else m.key, "role": m.role, "content_type": m.kind, "text": m.text}
+        if m.tool_name:
+            d["tool_name"] = m.tool_name
+        if m.tool_call_id:
+            d["tool_call_id"] = m.tool_call_id
+        out.append(d)
+    return out
+
+
 def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dict[str, Any]],
                 tools: list[dict[str, Any]], parse_errors: list[str], nudge_present: bool,
-                label_kind: str, doctrine: Any) -> dict[str, Any]:
+                label_kind: str, doctrine: Any, view_refs: Any = None, nudge_tier: int | None = None) -> dict[str, Any]:
     """Decision-kind, validity, overlap and conformance scores of one reply."""
     from doctrine.conform import check_summary
 
@@ -229,19 +296,26 @@ def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dic
         text = "\n".join(m.get("content") or "" for m in context) + json.dumps(context)
         visible = set(re.findall(r"\b[mb]\d+\b", text))
         ok = bool(ranges)
+        scope = context[:-1] if nudge_present else context
+        resolved = {}
         for s, e, _ in ranges:
             iv = ref_interval(s, e)
             if iv is None or _norm_ref(s) not in visible or _norm_ref(e) not in visible:
                 ok = False
+            if view_refs is not None:
+                resolved[(s, e)] = source_by_refs(context, view_refs, s, e)
+                if resolved[(s, e)] is None:
+                    ok = False
         out["range_valid"] = ok
         label_ranges, _ = compress_ranges(target)
         if label_ranges:
             out["range_overlap"] = range_overlap([(s, e) for s, e, _ in ranges], [(s, e) for s, e, _ in label_ranges])
         scores, passed = [], []
         for s, e, summary in ranges:
-            tier = 1 if (ref_interval(s, e) or ("m",))[0] == "m" else 2
+            # A block range is a digest at the tier the nudge asked for (tier 2 by default).
+            tier = 1 if (ref_interval(s, e) or ("m",))[0] == "m" else (nudge_tier if nudge_tier in (2, 3) else 2)
             try:
-                source = _source_for(context[:-1] if nudge_present else context, s, e)
+                source = resolved.get((s, e)) or _source_for(scope, s, e)
                 rep = check_summary(source, summary, tier=tier, doctrine=doctrine)
             except (ValueError, TypeError):
                 continue
@@ -329,7 +403,8 @@ def run_row(row: dict[str, Any], arm: str, ctx: RunContext) -> dict[str, Any]:
     if notes["nudge_present"]:
         doctrine_tokens += count(context[-1].get("content") or "")
     scores = score_reply(comp.message, target, context, tools, comp.parse_errors, notes["nudge_present"],
-                         label_kind, doc)
+                         label_kind, doc, view_refs=meta.get("view_refs"),
+                         nudge_tier=(meta.get("nudge") or {}).get("tier") if isinstance(meta.get("nudge"), dict) else None)
     rec = call_record("decision", req, comp)
     rec["doctrine_tokens"] = doctrine_tokens
     rec["retained_tokens"] = comp.prompt_tokens
