@@ -152,8 +152,7 @@ def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine
     for name in CLASSES:
         cs = settings.classes[name]
         found = items.get(name, [])
-        credits = [item_credit(it, prepared, decision_window=mw["decision_window_chars"],
-                               counts_window=mw["counts_window_chars"], full_share=mw["full_credit_share"])
+        credits = [item_credit(it, prepared, counts_window=mw["counts_window_chars"], full_share=mw["full_credit_share"])
                    for it in found]
         kept = [it for it, cr in zip(found, credits, strict=True) if cr >= 0.999]
         kept_items += [it for it, cr in zip(found, credits, strict=True) if cr > 0]

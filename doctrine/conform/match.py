@@ -131,7 +131,7 @@ def _pairs_in_window(summary: Summary, pairs: list[str], window: int) -> bool:
     return any(all(any(abs(q - p0) <= window for q in ps) for ps in hits[1:]) for p0 in hits[0])
 
 
-def _decision_credit(summary: Summary, f: dict, window: int, full: float) -> float:
+def _decision_credit(summary: Summary, f: dict) -> float:
     """The decision's terms and its reason in one place of the summary (a line, or two).
 
     The reason counts when a rationale marker (because, since, so that...) is there, or
@@ -227,8 +227,7 @@ def _code_credit(item: KeepItem, summary: Summary, full: float) -> float:
     return _word_credit(needle, summary, 0.8)
 
 
-def item_credit(item: KeepItem, summary: Summary, *, decision_window: int = 240,
-                counts_window: int = 80, full_share: float = 0.6) -> float:
+def item_credit(item: KeepItem, summary: Summary, *, counts_window: int = 80, full_share: float = 0.6) -> float:
     """How much of ``item`` the summary keeps, in [0, 1] (rules in the module docstring)."""
     f = item.fields
     kind = item.kind
@@ -257,7 +256,7 @@ def item_credit(item: KeepItem, summary: Summary, *, decision_window: int = 240,
         # Every count far apart, or some of them: part of the result line survives.
         return round(0.75 * got / len(f["counts"]), 4) if f["counts"] else 0.0
     if kind == "decision":
-        return _decision_credit(summary, f, decision_window, full_share)
+        return _decision_credit(summary, f)
     if kind in ("ref_first", "ref_last", "ref_any"):
         return float(bool(summary.refs & set(f["refs"])))
     if kind == "block_ref":

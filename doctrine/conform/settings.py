@@ -81,7 +81,7 @@ _KEYS = {
          "limit_violation_factor", "usability", "full_weight_items"},
     "drop": {"min_run_chars", "min_run_lines", "kgram_chars", "repeat_min", "max_share", "penalty", "report_chars"},
     "compression_ratio": {"min", "min_source_tokens"},
-    "matching": {"decision_window_chars", "counts_window_chars", "full_credit_share"},
+    "matching": {"counts_window_chars", "full_credit_share"},
     "usability": {"max_unusable_share", "penalty", "wrong_value_factor"},
 }
 
@@ -134,8 +134,7 @@ def parse_settings(data: Any, path: str, limits: dict | None = None) -> Conforma
     _num(ratio, "min", f"{path}: compression_ratio", 0)
     _num(ratio, "min_source_tokens", f"{path}: compression_ratio", 0)
     matching = _obj(data, "matching", path)
-    for k in ("decision_window_chars", "counts_window_chars"):
-        _num(matching, k, f"{path}: matching", 1)
+    _num(matching, "counts_window_chars", f"{path}: matching", 1)
     _num(matching, "full_credit_share", f"{path}: matching", 0.05, 1)
     usability = _obj(data, "usability", path)
     _num(usability, "max_unusable_share", f"{path}: usability", 0, 1)

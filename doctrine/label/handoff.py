@@ -62,7 +62,6 @@ _LOG_LEVEL = re.compile(r"(?:^|[\s\[|])(?:ERROR|FATAL|CRITICAL)(?:[\]|:]|\s)\s*(
 _STATUS = re.compile(r"^(?:Reason|Exit Code|State):\s+(?:OOMKilled|Error|CrashLoopBackOff|\d{2,3})\b")
 _GREP_HIT = re.compile(r"^(?P<path>[\w./-]+\.\w+):(?P<line>\d+):(?:\d+:)?(?P<text>.+)$")
 _CAT_N = re.compile(r"^\s*(?P<n>\d+)\t(?P<code>.*)$")
-_SETTING = re.compile(r"(?<![\w.-])(?P<kv>[A-Za-z_][\w.-]*\s*[=:]\s*[^\s,;]+)")
 _SIG = re.compile(r"^\s*(?:export\s+)?(?:async\s+)?(?:def|class|function|interface|type|const|struct|fn|func)\s+\w+")
 
 

@@ -404,7 +404,7 @@ def run_row(row: dict[str, Any], arm: str, ctx: RunContext) -> dict[str, Any]:
         doctrine_tokens += count(context[-1].get("content") or "")
     scores = score_reply(comp.message, target, context, tools, comp.parse_errors, notes["nudge_present"],
                          label_kind, doc, view_refs=meta.get("view_refs"),
-                         nudge_tier=(meta.get("nudge") or {}).get("tier") if isinstance(meta.get("nudge"), dict) else None)
+                         nudge_tier=meta["nudge"].get("tier") if isinstance(meta.get("nudge"), dict) else None)
     rec = call_record("decision", req, comp)
     rec["doctrine_tokens"] = doctrine_tokens
     rec["retained_tokens"] = comp.prompt_tokens
