@@ -1,4 +1,4 @@
-"""The doctrine as a labeling function (issue 5): decision point -> labelled decision.
+"""The doctrine as a labeling function: decision point -> labelled decision.
 
     from doctrine.label import label_decision, LabelConfig
     label = label_decision(point, doctrine=doc, horizon=2, seed=0)
