@@ -194,9 +194,9 @@ def _adapter_manifest(recipe: EvalRecipe) -> Path | None:
 
 RECIPE_FILE = "recipe.json"
 LOCK_FILE = ".lock"
-# Fields that only choose which cases run (or how fast): a rerun may change them and
-# resume; every other field changes what a case computes.
-_SELECTION = ("name", "arms", "windows", "seeds", "concurrency", "output")
+# Fields that only choose which cases run (or how fast, or how they are reported): a rerun
+# may change them and resume; every other field changes what a case computes.
+_SELECTION = ("name", "arms", "windows", "seeds", "concurrency", "output", "non_inferiority")
 
 
 class RunConflict(ValueError):
@@ -245,7 +245,9 @@ def _check_recipe(out: Path, recipe: EvalRecipe) -> None:
             raise RunConflict(f"{out} holds cases of a different recipe ({'; '.join(diffs)}); "
                               "use a new --out, or --force to discard its cases")
         new = {**new, "workloads": {**old.get("workloads", {}), **new["workloads"]}}
-    atomic_write_json(path, {"sha256": _hash(new), "fingerprint": new})
+    # What the report needs of the recipe besides the cases (report-only settings).
+    report = {"non_inferiority": cfg_ni} if (cfg_ni := recipe.model_dump(mode="json").get("non_inferiority")) else {}
+    atomic_write_json(path, {"sha256": _hash(new), "fingerprint": new, "report": report})
 
 
 @contextmanager

@@ -6,7 +6,8 @@ import re
 from collections import defaultdict
 from typing import Any
 
-__all__ = ["aggregate", "by_kind", "mean", "range_overlap", "ref_interval", "scripted_metrics"]
+__all__ = ["aggregate", "balanced_accuracy", "balanced_ci", "by_kind", "mean", "non_inferiority", "paired_balanced",
+           "range_overlap", "ref_interval", "scripted_metrics"]
 
 
 def mean(xs: list[float]) -> float:
@@ -166,3 +167,94 @@ def paired_comparison(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]]
         if diffs:
             out[k] = {"diff": sum(diffs) / len(diffs), "ci95": bootstrap_ci(diffs, seed=seed), "n": len(diffs)}
     return out
+
+
+def balanced_accuracy(rows: list[dict[str, Any]]) -> float | None:
+    """Mean over label kinds of the share of rows with ``kind_correct``; None without any."""
+    per: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        v = _numeric(r.get("kind_correct"))
+        if v is not None:
+            per[str(r.get("label_kind"))].append(v)
+    return mean([mean(v) for v in per.values()]) if per else None
+
+
+def _strata(rows: list[dict[str, Any]]) -> list[list[int]]:
+    """Row indices grouped by label kind (a kind-stratified bootstrap keeps every kind)."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        if _numeric(r.get("kind_correct")) is not None:
+            groups[str(r.get("label_kind"))].append(i)
+    return [groups[k] for k in sorted(groups)]
+
+
+def _balanced_resamples(kind_correct: list[list[float]], strata: list[list[int]], seed: int,
+                        samples: int) -> list[list[float]]:
+    """Per series in ``kind_correct`` (one per arm, aligned rows), ``samples`` balanced
+    accuracies over the same kind-stratified resamples of the rows."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    xs = [np.asarray(s, dtype=float) for s in kind_correct]
+    out = [np.zeros(samples) for _ in xs]
+    for idx in strata:
+        pick = np.asarray(idx)[rng.integers(0, len(idx), size=(samples, len(idx)))]
+        for o, x in zip(out, xs, strict=True):
+            o += x[pick].mean(axis=1)
+    return [list(o / len(strata)) for o in out]
+
+
+def balanced_ci(rows: list[dict[str, Any]], *, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> list[float]:
+    """95 % bootstrap interval of :func:`balanced_accuracy`, resampling within each kind."""
+    import numpy as np
+
+    strata = _strata(rows)
+    if not strata:
+        return []
+    if all(len(s) == 1 for s in strata):
+        v = balanced_accuracy(rows)
+        return [v, v]
+    x = [_numeric(r.get("kind_correct")) or 0.0 for r in rows]
+    (bal,) = _balanced_resamples([x], strata, seed, samples)
+    return [float(np.percentile(bal, 2.5)), float(np.percentile(bal, 97.5))]
+
+
+def paired_balanced(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]], *, seed: int = 0,
+                    samples: int = BOOTSTRAP_SAMPLES) -> dict[str, Any] | None:
+    """``{"diff", "ci95", "n"}`` of balanced accuracy a - b over the shared cases (strata by
+    a's label kind), with a paired kind-stratified bootstrap interval; None without cases."""
+    import numpy as np
+
+    keys = [k for k in sorted(set(a) & set(b), key=str)
+            if _numeric(a[k].get("kind_correct")) is not None and _numeric(b[k].get("kind_correct")) is not None]
+    if not keys:
+        return None
+    ra, rb = [a[k] for k in keys], [b[k] for k in keys]
+    diff = (balanced_accuracy(ra) or 0.0) - (balanced_accuracy(rb) or 0.0)
+    strata = _strata(ra)
+    if all(len(s) == 1 for s in strata):
+        return {"diff": diff, "ci95": [diff, diff], "n": len(keys)}
+    xa = [_numeric(r["kind_correct"]) or 0.0 for r in ra]
+    xb = [_numeric(r["kind_correct"]) or 0.0 for r in rb]
+    ba, bb = _balanced_resamples([xa, xb], strata, seed, samples)
+    d = np.asarray(ba) - np.asarray(bb)
+    return {"diff": diff, "ci95": [float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))], "n": len(keys)}
+
+
+# Metrics a non-inferiority verdict may be asked for: rates where higher is better.
+NON_INFERIORITY_METRICS = ("balanced_acc", "kind_correct", "compress_success", "conformance_passed",
+                           "conformance_score", "tool_call_valid", "range_valid", "range_overlap",
+                           "probe_score", "probe_accuracy", "accuracy", "evidence_survival",
+                           "summary_conformance")
+
+
+def non_inferiority(diff: dict[str, Any], margin: float) -> str:
+    """The verdict on one paired difference (a - b, higher is better) against ``margin``:
+    ``non-inferior`` when the interval's low end is above -margin, ``inferior`` when its high
+    end is below -margin, else ``inconclusive`` (the cases cannot tell)."""
+    lo, hi = diff["ci95"]
+    if lo > -margin:
+        return "non-inferior"
+    if hi < -margin:
+        return "inferior"
+    return "inconclusive"

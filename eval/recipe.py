@@ -213,6 +213,41 @@ class WorkloadSpec(BaseConfig):
         return self
 
 
+class NonInferiority(BaseConfig):
+    """``non_inferiority``: the report's verdict on each pair and metric. Arm a is
+    non-inferior to arm b on a metric when the low end of the paired 95 % interval of a - b
+    is above ``-margin`` (inferior when its high end is below it; else inconclusive)."""
+
+    margin: float = Field(0.05, gt=0, le=1)  # in the metric's own units (rates: 0.05 = 5 points)
+    metrics: list[str] = Field(default_factory=lambda: ["balanced_acc", "compress_success", "conformance_passed"])
+    pairs: list[str] = Field(default_factory=lambda: ["distilled_vs_doctrine"])  # <a>_vs_<b>, arms of the recipe
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, v: list[str]) -> list[str]:
+        from eval.metrics import NON_INFERIORITY_METRICS
+
+        bad = [m for m in v if m not in NON_INFERIORITY_METRICS]
+        if bad or not v:
+            raise ValueError(f"unknown metrics {bad}; expected some of {list(NON_INFERIORITY_METRICS)} "
+                             "(rates where higher is better)")
+        return v
+
+    @field_validator("pairs")
+    @classmethod
+    def _pairs(cls, v: list[str]) -> list[str]:
+        for p in v:
+            a, sep, b = p.partition("_vs_")
+            if not sep or a not in ARM_NAMES or b not in ARM_NAMES or a == b:
+                raise ValueError(f"pair {p!r} is not <arm>_vs_<other arm> (arms: {list(ARM_NAMES)})")
+        if not v:
+            raise ValueError("pairs: name at least one pair, e.g. distilled_vs_doctrine")
+        return v
+
+    def arm_pairs(self) -> list[tuple[str, str]]:
+        return [tuple(p.split("_vs_", 1)) for p in self.pairs]  # type: ignore[misc]
+
+
 class EvalRecipe(BaseConfig):
     name: str = "eval"
     doctrine_version: str = "v1"
@@ -239,6 +274,8 @@ class EvalRecipe(BaseConfig):
     kernel: dict[str, Any] = Field(default_factory=dict)  # KernelOverrides: KernelConfig fields over the preset
     arm_settings: dict[str, Any] = Field(default_factory=dict)  # ArmSettings keys (ArmEnv thresholds, cadence)
     output: str | None = None  # default --out
+    # The report's non-inferiority verdicts (report-only: changing them never reruns a case).
+    non_inferiority: NonInferiority | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -290,6 +327,15 @@ class EvalRecipe(BaseConfig):
         if not v or any(w < 256 for w in v):
             raise ValueError("windows must be a non-empty list of token counts >= 256")
         return v
+
+    @model_validator(mode="after")
+    def _pairs_run(self) -> EvalRecipe:
+        if self.non_inferiority is not None:
+            for a, b in self.non_inferiority.arm_pairs():
+                if a not in self.arms or b not in self.arms:
+                    raise ValueError(f"non_inferiority.pairs: {a}_vs_{b} names an arm this recipe does not run "
+                                     f"(arms: {self.arms})")
+        return self
 
     @model_validator(mode="after")
     def _adapter(self) -> EvalRecipe:

@@ -30,7 +30,16 @@ from doctrine.runs import (
     read_manifest,
     write_manifest,
 )
-from eval.metrics import PAIRS, aggregate, arm_intervals, by_kind, paired_comparison
+from eval.metrics import (
+    PAIRS,
+    aggregate,
+    arm_intervals,
+    balanced_ci,
+    by_kind,
+    non_inferiority,
+    paired_balanced,
+    paired_comparison,
+)
 
 __all__ = ["ReportError", "build_report", "headline_table", "summarise_run"]
 
@@ -79,6 +88,7 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
         status = json.loads((run_dir / "status.json").read_text())
     except (OSError, ValueError):
         pass
+    ni = _recipe_non_inferiority(run_dir, manifest)
     groups: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         groups[r.get("workload", "?")][r["arm"]].append(r)
@@ -101,6 +111,7 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
                 per = [k["kind_correct"] for k in entry["by_kind"][arm].values() if "kind_correct" in k]
                 if per:
                     entry["arms"][arm]["balanced_acc"] = sum(per) / len(per)
+                    entry["arms"][arm]["ci95"]["balanced_acc"] = balanced_ci(rows)
                 # Confusion: labelled decision -> the form of the reply (eval.workloads.held_out.reply_form)
                 conf: dict[str, dict[str, int]] = {}
                 for m in rows:
@@ -112,12 +123,65 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
             entry["series"] = _series(arms)
         out["workloads"][wl] = entry
         by_case = {arm: {(r["case_id"], r["seed"]): r["metrics"] for r in rs} for arm, rs in arms.items()}
-        pairs = {f"{a}_vs_{b}": paired_comparison(by_case[a], by_case[b])
-                 for a, b in PAIRS if a in by_case and b in by_case}
+        pairs = {}
+        for a, b in dict.fromkeys([*PAIRS, *(ni.arm_pairs() if ni else [])]):
+            if a in by_case and b in by_case:
+                pairs[f"{a}_vs_{b}"] = paired_comparison(by_case[a], by_case[b])
+                if wl == "held_out" and (bal := paired_balanced(by_case[a], by_case[b])) is not None:
+                    pairs[f"{a}_vs_{b}"]["balanced_acc"] = bal
         if pairs:
             out.setdefault("paired", {})[wl] = pairs
+    if ni is not None:
+        out["non_inferiority"] = verdicts(out.get("paired") or {}, ni)
     out["calls"] = _call_totals(results)
     return out
+
+
+def _recipe_non_inferiority(run_dir: Path, manifest: dict[str, Any] | None) -> Any:
+    """The run's ``non_inferiority`` block (recipe.json, else the manifest's config), typed."""
+    from eval.recipe import NonInferiority
+
+    block = None
+    try:
+        block = (json.loads((run_dir / "recipe.json").read_text(encoding="utf-8")).get("report") or {}).get(
+            "non_inferiority")
+    except (OSError, ValueError, AttributeError):
+        pass
+    if block is None:
+        block = ((manifest or {}).get("config") or {}).get("non_inferiority")
+    if not block:
+        return None
+    try:
+        return NonInferiority.model_validate(block)
+    except ValueError as exc:
+        raise ReportError(f"{run_dir}: unreadable non_inferiority block in recipe.json: {exc}") from None
+
+
+def verdicts(paired: dict[str, Any], ni: Any) -> dict[str, Any]:
+    """``{"margin", "metrics", "pairs", "verdicts": {wl: {pair: {metric: {diff, ci95, n,
+    verdict}}}}}`` for every (pair, metric) of the recipe's block that some workload ran."""
+    out: dict[str, Any] = {}
+    for wl, pairs in sorted(paired.items()):
+        for pair in ni.pairs:
+            for metric in ni.metrics:
+                d = (pairs.get(pair) or {}).get(metric)
+                if d and len(d.get("ci95") or []) == 2:
+                    out.setdefault(wl, {}).setdefault(pair, {})[metric] = {
+                        **d, "verdict": non_inferiority(d, ni.margin)}
+    return {"margin": ni.margin, "metrics": list(ni.metrics), "pairs": list(ni.pairs), "verdicts": out}
+
+
+def verdict_table(summary: dict[str, Any]) -> list[list[str]] | None:
+    ni = summary.get("non_inferiority")
+    if not ni:
+        return None
+    t = [["workload", "pair", "metric", "diff (a - b)", "95% interval", "n", f"verdict (margin {_fmt(ni['margin'])})"]]
+    for wl, pairs in ni["verdicts"].items():
+        for pair, metrics in pairs.items():
+            for k, d in metrics.items():
+                lo, hi = d["ci95"]
+                t.append([wl, pair, k, _fmt(d["diff"]), f"[{_fmt(lo)}, {_fmt(hi)}]", str(d["n"]), d["verdict"]])
+    return t
 
 
 def profile_lines(summary: dict[str, Any]) -> list[str]:
@@ -241,6 +305,10 @@ def paired_tables(summary: dict[str, Any]) -> dict[str, list[list[str]]]:
     return out
 
 
+NI_NOTE = ("Non-inferiority (the recipe's non_inferiority block): arm a is non-inferior to arm b on a "
+           "metric when the low end of the paired 95% interval of a - b is above -margin; inferior when its "
+           "high end is below -margin; inconclusive when the interval straddles -margin (too few or too "
+           "varied cases to tell). Higher is better for every metric listed.")
 PAIRED_NOTE = ("Paired: the same cases run by both arms; diff is the mean of (a - b) over them and the "
                "interval a seeded paired bootstrap (2,000 resamples). An interval that excludes 0 is a "
                "difference these cases support; with a handful of cases most intervals are wide.")
@@ -395,6 +463,12 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
     md += ["## Results at a glance", "", _md(glance), "", GLANCE_NOTE, ""]
     parts_html += ["<h2>Results at a glance</h2>", _html_table(glance), f"<p>{html.escape(GLANCE_NOTE)}</p>"]
     ptabs = paired_tables(summary)
+    vt = verdict_table(summary)
+    if vt is not None:
+        md += ["## Non-inferiority", "", NI_NOTE, ""]
+        md += [_md(vt), ""] if len(vt) > 1 else ["No pair of the recipe ran on a listed metric.", ""]
+        parts_html += ["<h2>Non-inferiority</h2>", f"<p>{html.escape(NI_NOTE)}</p>",
+                       _html_table(vt) if len(vt) > 1 else "<p>No pair of the recipe ran on a listed metric.</p>"]
     for wl, entry in summary["workloads"].items():
         t = _table(entry["arms"], _columns(wl, entry["arms"]))
         md += [f"## {wl}", "", _md(t), ""]
