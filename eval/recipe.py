@@ -329,15 +329,6 @@ class EvalRecipe(BaseConfig):
         return v
 
     @model_validator(mode="after")
-    def _pairs_run(self) -> EvalRecipe:
-        if self.non_inferiority is not None:
-            for a, b in self.non_inferiority.arm_pairs():
-                if a not in self.arms or b not in self.arms:
-                    raise ValueError(f"non_inferiority.pairs: {a}_vs_{b} names an arm this recipe does not run "
-                                     f"(arms: {self.arms})")
-        return self
-
-    @model_validator(mode="after")
     def _adapter(self) -> EvalRecipe:
         if "distilled" in self.arms and self.backend.name in ("hf", "vllm") and not self.backend.adapter_dir:
             raise ValueError("the distilled arm needs backend.adapter_dir with the hf and vllm backends")
