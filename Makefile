@@ -41,7 +41,7 @@ test: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
 demo: setup
-	HF_HUB_OFFLINE=1 $(PY) -m doctrine.pipeline configs/pipeline/demo.yaml
+	HF_HUB_OFFLINE=1 $(PY) -m pipeline configs/pipeline/demo.yaml
 
 bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/run_all.py

@@ -29,8 +29,8 @@ from doctrine.conform.agreement import load_cases, score_cases  # noqa: E402
 def judge_report(cases, result, a) -> None:
     """Agreement of a model judge with the readers and with the checker."""
     from doctrine.conform.judge import judge_summary
-    from eval.backends.base import Request
-    from eval.backends.openai import OpenAIBackend
+    from plumbing.chat_backend import Request
+    from plumbing.openai_backend import OpenAIBackend
 
     backend = OpenAIBackend(a.judge_base_url, a.judge_model or "judge", api_key_env=a.judge_api_key_env)
 

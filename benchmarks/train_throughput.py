@@ -48,7 +48,7 @@ VARIANTS: dict[str, list[str]] = {
 def run_one(name: str, data: Path, steps: int, model: str, out: Path) -> dict:
     import resource
 
-    from doctrine.config import load_config
+    from plumbing.recipe_loader import load_config
     from train.recipe import TrainRecipe
     from train.sft import run_training
 
@@ -83,8 +83,8 @@ def main() -> int:
         print("RESULT " + json.dumps(run_one(args.one, Path(args.data), args.steps, args.model, Path(args.out))))
         return 0
 
-    from doctrine.config import load_config
-    from doctrine.runs import stage_complete
+    from plumbing.recipe_loader import load_config
+    from plumbing.runs import stage_complete
 
     tmp = Path(tempfile.mkdtemp(prefix="dtw-bench-train-"))
     data = Path(args.data)

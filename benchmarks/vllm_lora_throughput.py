@@ -21,8 +21,8 @@ import time
 
 def prompts(n: int):
     from doctrine.spec import resolve_doctrine
-    from eval.backends.base import Request
     from eval.workloads.fixtures import held_out_rows
+    from plumbing.chat_backend import Request
 
     doc = resolve_doctrine("v1")
     rows = held_out_rows(doc, max(3, n))

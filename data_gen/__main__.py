@@ -17,7 +17,7 @@ COMMANDS: dict[str, str] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    from doctrine.subcommands import run
+    from plumbing.subcommands import run
 
     return run("python -m data_gen", __doc__, COMMANDS, argv)
 

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from doctrine.runs import atomic_write_text, write_manifest
 from doctrine.session import Session, SessionError
+from plumbing.runs import atomic_write_text, write_manifest
 
 from .curriculum import (
     SPLITS,
@@ -41,7 +41,7 @@ LICENSES = {"synthetic": "project-generated (MIT)", "swe_rebench": "CC-BY-4.0 (n
 
 def sample_tokens(sample: dict) -> int:
     """Estimated prompt+target tokens of a sample (the kernel's chars/4 estimator)."""
-    from doctrine.kernel.tokens import default_count_tokens
+    from plumbing.tokens import default_count_tokens
 
     n = default_count_tokens(json.dumps(sample["tools"], ensure_ascii=False))
     for m in sample["messages"]:

@@ -21,8 +21,8 @@ def register_build(sub) -> None:
 def _build(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from doctrine.config import load_for_cli
-    from doctrine.runs import out_dir_error, stage_complete
+    from plumbing.recipe_loader import load_for_cli
+    from plumbing.runs import out_dir_error, stage_complete
 
     from .recipe import DataRecipe
 
@@ -61,7 +61,7 @@ def register_inspect(sub) -> None:
 def _inspect(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from doctrine.runs import read_manifest
+    from plumbing.runs import read_manifest
 
     manifest = read_manifest(args.dir)
     if manifest is None:
@@ -101,8 +101,8 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _templated(model: str):
-    from train.models import load_tokenizer
-    from train.templates import choose_template
+    from plumbing.chat_templates import choose_template
+    from plumbing.models import load_tokenizer
 
     tok = load_tokenizer(model)
     template = choose_template(tok).template

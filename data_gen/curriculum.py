@@ -269,7 +269,7 @@ def write_split(rows: list[dict], out_dir: Path, shard_rows: int) -> list[Path]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from doctrine.runs import atomic_write
+    from plumbing.runs import atomic_write
 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from doctrine.config import BaseConfig
+from plumbing.recipe_loader import BaseConfig
 
 KINDS = ("nudged_compress", "refusal", "spontaneous_compress", "tier2", "tier3", "emergency",
          "recovery", "ordinary")

@@ -25,7 +25,7 @@ TOKENIZER_SPEC = "embedded:smollm2-135m-instruct"
 
 def _token_counter():
     """Return ``count(text) -> int`` using the embedded SmolLM2 tokenizer (loaded lazily)."""
-    from train.models import load_tokenizer
+    from plumbing.models import load_tokenizer
 
     tok = load_tokenizer(TOKENIZER_SPEC)
     return lambda text: len(tok.encode(text, add_special_tokens=False))
@@ -70,7 +70,7 @@ def _read_base_prompt(fname: str) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from doctrine.render import render_part
+    from doctrine.prompt_render import render_part
 
     doc = _resolve(args)
     base = _read_base_prompt(args.base_prompt) if args.base_prompt else ""
@@ -80,7 +80,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         try:
             count = _token_counter()
         except ImportError as exc:
-            raise DoctrineError(f"--tokens needs train.models and transformers ({exc})") from None
+            raise DoctrineError(f"--tokens needs plumbing.models and transformers ({exc})") from None
         print(f"# {args.mode} {args.part}: chars={len(text)} tokens={count(text)} ({TOKENIZER_SPEC})")
     return 0
 
@@ -97,7 +97,7 @@ def cmd_hash(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from doctrine.prompt_set import export_prompt_set
+    from doctrine.acp_prompt_set import export_prompt_set
 
     doc = _resolve(args)
     print(export_prompt_set(doc, args.mode, args.out_dir))

@@ -28,11 +28,11 @@ from typing import Any
 from doctrine.kernel.chat import to_chat
 from doctrine.kernel.host import ModelView, render_for_model
 from doctrine.kernel.messages import Message
-from doctrine.kernel.pipeline import process_turn
 from doctrine.kernel.profile import ServingProfile
 from doctrine.kernel.state import SUMMARY_ID_PREFIX, CompressionState
-from doctrine.prompts import nudge_text_for
-from doctrine.render import render_system_prompt
+from doctrine.kernel.turn import process_turn
+from doctrine.nudge_text import nudge_text_for
+from doctrine.prompt_render import render_system_prompt
 from doctrine.spec import Doctrine
 from doctrine.tools import tool_schemas
 

@@ -15,7 +15,7 @@ load-bearing set, so that a stale manifest (a text edited without re-running
 someone else, can change without touching the manifest.
 
 Overrides come in layers on top of a base version: an acp-kernel prompt set (see
-:mod:`doctrine.prompt_set`) first, then explicit ``{section: text}`` overrides. Surface
+:mod:`doctrine.acp_prompt_set`) first, then explicit ``{section: text}`` overrides. Surface
 sections override freely; load-bearing ones only with ``acknowledge_risk=True``.
 """
 
@@ -331,7 +331,7 @@ def resolve_doctrine(
     sections = dict(doc.sections)
     applied: list[str] = []
     if prompt_set is not None:
-        from doctrine.prompt_set import read_prompt_set  # local: prompt_set imports this module
+        from doctrine.acp_prompt_set import read_prompt_set  # local: prompt_set imports this module
 
         layer = read_prompt_set(prompt_set, doc, acknowledge_risk=acknowledge_risk)
         _apply_layer(doc, sections, layer, f"prompt-set={Path(prompt_set).name}", acknowledge_risk, applied)
@@ -358,7 +358,7 @@ def resolve_doctrine(
 
 def update_manifest_hash(version: str = "v1", root: str | Path | None = None) -> str:
     """Recompute ``texts_sha256`` for ``version`` and write it into its manifest (atomically)."""
-    from doctrine.runs import atomic_write_text
+    from plumbing.runs import atomic_write_text
 
     base = Path(root) if root is not None else DEFAULT_ROOT
     mpath = base / version / MANIFEST

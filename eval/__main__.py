@@ -13,7 +13,7 @@ COMMANDS: dict[str, str] = {"run": "eval.cli:register_run", "report": "eval.cli:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from doctrine.subcommands import run
+    from plumbing.subcommands import run
 
     return run("python -m eval", __doc__, COMMANDS, argv)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from eval.backends.base import prompt_text
+from plumbing.chat_backend import prompt_text
 
 __all__ = ["ARMS", "ARM_INFO", "ArmEnv", "ArmInfo", "ArmState", "View", "apply_reply", "arm_profile",
            "kernel_profile", "micro_compact", "protocol_safe_tail"]

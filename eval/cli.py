@@ -36,8 +36,8 @@ def register_report(sub) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from doctrine.config import load_for_cli
     from eval.recipe import EvalRecipe
+    from plumbing.recipe_loader import load_for_cli
 
     recipe = load_for_cli(args.recipe, EvalRecipe, args.overrides, args.print_config)
     if isinstance(recipe, int):
@@ -46,19 +46,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not out:
         print("error: --out is required (or set output: in the recipe)", file=sys.stderr)
         return 2
-    from doctrine.runs import out_dir_error
+    from plumbing.runs import out_dir_error
 
     if problem := out_dir_error(out):
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    from eval.backends.base import BackendError
     from eval.harness import run_eval
+    from plumbing.chat_backend import BackendError
 
     try:
         summary = run_eval(recipe, out, base_dir=Path(args.recipe).resolve().parent, max_jobs=args.max_cases,
                            log=lambda s: print(s, file=sys.stderr), force=args.force)
     except (BackendError, ValueError) as exc:
-        from doctrine.runs import redact_secrets
+        from plumbing.runs import redact_secrets
 
         print(f"error: {redact_secrets(str(exc), config=recipe)}", file=sys.stderr)
         return 2
@@ -75,7 +75,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 2
     print(out, flush=True)
     if not args.quiet:
-        from doctrine.pipeline import print_results
+        from eval.glance import print_results
 
         print_results(out)
     return 0

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from doctrine.runs import MANIFEST, atomic_write_json, read_manifest, redact_secrets, write_manifest
-from eval.backends.base import Backend, Completion, Request
 from eval.recipe import EvalRecipe
 from eval.workloads import WORKLOADS, Case, RunContext
+from plumbing.chat_backend import Backend, Completion, Request
+from plumbing.runs import MANIFEST, atomic_write_json, read_manifest, redact_secrets, write_manifest
 
 __all__ = ["Job", "RunConflict", "RunSummary", "case_path", "load_results", "plan", "run_eval"]
 

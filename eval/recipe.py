@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from doctrine.config import BaseConfig, describe_errors
+from plumbing.recipe_loader import BaseConfig, describe_errors
 
 ARM_NAMES = ("full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", "auto_compact", "micro_auto",
              "deterministic", "doctrine", "base_slim", "distilled")
@@ -69,7 +69,7 @@ class StrictSettings(BaseConfig):
 
 
 class HFSettings(StrictSettings):
-    model: str | None = None  # a model spec (train.models)
+    model: str | None = None  # a model spec (plumbing.models)
     adapter_dir: str | None = None  # PEFT adapter folder, used by the distilled arm
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     chat_template: str = "auto"  # "auto" (the tokenizer's, else the project's) or a template name
@@ -146,7 +146,7 @@ KernelOverrides = _kernel_overrides_model()
 class BackendSpec(BaseConfig):
     # oracle, never_compress, first_range: the reference policies (no model) the scorer is checked with
     name: Literal["hf", "vllm", "openai", "oracle", "never_compress", "first_range"] = "oracle"
-    model: str | None = None  # a model spec (train.models): embedded:..., tiny:..., hub id, local dir
+    model: str | None = None  # a model spec (plumbing.models): embedded:..., tiny:..., hub id, local dir
     adapter_dir: str | None = None  # PEFT adapter (the exported adapter/ folder) for the distilled arm
     settings: dict[str, Any] = Field(default_factory=dict)  # BACKEND_SETTINGS[name]: base_url, batch_size, ...
 

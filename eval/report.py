@@ -20,16 +20,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from doctrine.runs import (
-    MANIFEST,
-    atomic_write,
-    atomic_write_json,
-    atomic_write_text,
-    file_sha256,
-    out_dir_error,
-    read_manifest,
-    write_manifest,
-)
 from eval.metrics import (
     PAIRS,
     aggregate,
@@ -39,6 +29,16 @@ from eval.metrics import (
     non_inferiority,
     paired_balanced,
     paired_comparison,
+)
+from plumbing.runs import (
+    MANIFEST,
+    atomic_write,
+    atomic_write_json,
+    atomic_write_text,
+    file_sha256,
+    out_dir_error,
+    read_manifest,
+    write_manifest,
 )
 
 __all__ = ["ReportError", "build_report", "headline_table", "summarise_run"]

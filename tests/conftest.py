@@ -28,7 +28,7 @@ def project_root() -> Path:
 @pytest.fixture(scope="session")
 def embedded_model():
     """The resolved embedded model (converts the GGUF on the first call ever)."""
-    from train.models import ModelSpecError, resolve_model
+    from plumbing.models import ModelSpecError, resolve_model
 
     try:
         return resolve_model("embedded:smollm2-135m-instruct")
@@ -38,6 +38,6 @@ def embedded_model():
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, embedded_model) -> Path:
-    from train.tiny import build_tiny_model
+    from plumbing.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")

@@ -16,7 +16,7 @@ import sys
 
 
 def _cmd_model_info(args: argparse.Namespace) -> int:
-    from .models import ModelSpecError, model_info
+    from plumbing.models import ModelSpecError, model_info
 
     try:
         info = model_info(args.spec)
@@ -45,7 +45,7 @@ def _cmd_model_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_tiny_model(args: argparse.Namespace) -> int:
-    from .tiny import TinyModelConfig, build_tiny_model
+    from plumbing.tiny_model import TinyModelConfig, build_tiny_model
 
     out = build_tiny_model(args.out, TinyModelConfig(layers=args.layers, hidden_size=args.hidden,
                                                      seed=args.seed))
@@ -100,7 +100,7 @@ def _train_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_train(argv: list[str]) -> int:
-    from doctrine.config import load_for_cli, split_override_args
+    from plumbing.recipe_loader import load_for_cli, split_override_args
 
     from .recipe import TrainRecipe
 

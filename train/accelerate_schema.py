@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from doctrine.config import BaseConfig
+from plumbing.recipe_loader import BaseConfig
 
 
 class AccelerateConfig(BaseConfig):

@@ -14,9 +14,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from doctrine.runs import read_manifest
-
-from .templates import SampleRejected, tokenize_sample
+from plumbing.chat_templates import SampleRejected, tokenize_sample
+from plumbing.runs import read_manifest
 
 __all__ = ["DataError", "check_data_dir", "load_split", "tokenize_split"]
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from doctrine.runs import (
+from plumbing.runs import (
     RunDir,
     atomic_write_json,
     atomic_write_text,
@@ -141,7 +141,7 @@ and install `serving/` as the host's prompt set (see `serving/README.md`).
 
 
 def export_adapter(run_dir: str | Path, *, merge: bool = False, log=print) -> Path:
-    from doctrine.prompt_set import export_prompt_set
+    from doctrine.acp_prompt_set import export_prompt_set
     from doctrine.spec import resolve_doctrine
     from doctrine.tools import tool_schemas
 
@@ -216,7 +216,7 @@ def _merge(base_path: Path, adapter: Path, out: Path) -> Path:
     from peft import PeftModel
     from transformers import AutoTokenizer
 
-    from .models import load_model
+    from plumbing.models import load_model
 
     model = load_model(str(base_path), dtype="float32")
     merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()

@@ -10,14 +10,14 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from doctrine.config import BaseConfig
+from plumbing.recipe_loader import BaseConfig
 
 # LoRA ranks that vLLM's punica kernels accept.
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 
 class ModelSection(BaseConfig):
-    spec: str = Field("embedded:smollm2-135m-instruct", description="model spec (see train/models.py)")
+    spec: str = Field("embedded:smollm2-135m-instruct", description="model spec (see plumbing/models.py)")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "float32"
     chat_template: str = Field("auto", description="auto | native | project | path to .jinja")
     trust_remote_code: bool = False
@@ -27,7 +27,7 @@ class ModelSection(BaseConfig):
     @field_validator("spec")
     @classmethod
     def _known_spec(cls, v: str) -> str:
-        from train.models import ModelSpecError, parse_spec  # light: no torch, no network
+        from plumbing.models import ModelSpecError, parse_spec  # light: no torch, no network
 
         try:
             parse_spec(v)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from doctrine.runs import RunDir, atomic_write_json, write_manifest
+from plumbing.runs import RunDir, atomic_write_json, write_manifest
 
 from .recipe import TrainRecipe
 
@@ -59,9 +59,10 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
     from peft import LoraConfig
     from trl import SFTConfig
 
+    from plumbing.chat_templates import choose_template
+    from plumbing.models import load_model, load_tokenizer, resolve_model
+
     from .data import check_data_dir, load_split, tokenize_split
-    from .models import load_model, load_tokenizer, resolve_model
-    from .templates import choose_template
     from .trainer import ProjectSFTTrainer
 
     # On a machine without CUDA every process is a CPU worker (MULTI_CPU over gloo when launched

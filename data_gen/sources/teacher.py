@@ -75,7 +75,7 @@ class TeacherLabeler:
     # ------------------------------------------------------------------ internals
 
     def _ask(self, point, doctrine, reference):
-        from eval.backends.base import BackendError, Request
+        from plumbing.chat_backend import BackendError, Request
 
         req = teacher_request(point, doctrine)
         try:
@@ -159,7 +159,7 @@ class _Rejected(Exception):
 
 def make_teacher_labeler(cfg, counts: Counter) -> TeacherLabeler:
     """A labeler for a ``TeacherSource`` recipe section (the key comes from the environment)."""
-    from eval.backends.openai import OpenAIBackend
+    from plumbing.openai_backend import OpenAIBackend
 
     backend = OpenAIBackend(base_url=cfg.base_url, model=cfg.model, api_key_env=cfg.api_key_env,
                             timeout_s=cfg.timeout_s)

@@ -69,7 +69,7 @@ class ConformanceReport:
 def _counter(count_tokens: Callable[[str], int] | None) -> Callable[[str], int]:
     if count_tokens is not None:
         return count_tokens
-    from doctrine.kernel.tokens import default_count_tokens
+    from plumbing.tokens import default_count_tokens
 
     return default_count_tokens
 

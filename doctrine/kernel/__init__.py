@@ -19,19 +19,19 @@ from doctrine.kernel.filters import FilterConfig, MessageFilter
 from doctrine.kernel.host import HostConfig, ModelView, render_for_model
 from doctrine.kernel.messages import Message
 from doctrine.kernel.nudge import NudgeDecision, TierTargetBlock
-from doctrine.kernel.pipeline import TurnResult, process_turn
 from doctrine.kernel.prune import SUMMARY_HEADER, summary_text
 from doctrine.kernel.recommend import ProtectedRange, Range, viable_ranges
 from doctrine.kernel.refs import format_ref, parse_block_ref, parse_message_ref
 from doctrine.kernel.state import BLOCKED, Block, CompressionState, NudgeStamps, StateError, Stats
 from doctrine.kernel.tags import format_tokens
-from doctrine.kernel.tokens import (
+from doctrine.kernel.truncate import Truncation
+from doctrine.kernel.turn import TurnResult, process_turn
+from plumbing.tokens import (
     TokenizerCounter,
     default_count_tokens,
     estimate_fast,
     js_len,
 )
-from doctrine.kernel.truncate import Truncation
 
 __all__ = [
     "BLOCKED", "SUMMARY_HEADER", "Block", "CompressConfig", "CompressRange", "CompressResult",

@@ -21,7 +21,7 @@ from doctrine.kernel.prune import first_index, is_rendered_summary
 from doctrine.kernel.recommend import protected_zone_refs
 from doctrine.kernel.refs import format_ref, parse_boundary
 from doctrine.kernel.state import SUMMARY_ID_PREFIX, Block, CompressionState
-from doctrine.kernel.tokens import CountTokens, js_len, js_trim, memo_counter
+from plumbing.tokens import CountTokens, js_len, js_trim, memo_counter
 
 PAIR_SCAN = 20  # how far tool-pair widening looks on each side
 WIDEN_PASSES = 2

@@ -17,7 +17,7 @@ from doctrine.kernel.compress import CompressRange, CompressResult, apply_compre
 from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.messages import Message
 from doctrine.kernel.state import CompressionState
-from doctrine.kernel.tokens import CountTokens
+from plumbing.tokens import CountTokens
 
 _RANGE_KEYS = ("startId", "startRef", "endId", "endRef", "messageId")
 

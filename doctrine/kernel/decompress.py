@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from doctrine.kernel.messages import Message
 from doctrine.kernel.state import Block, CompressionState
-from doctrine.kernel.tokens import js_len
+from plumbing.tokens import js_len
 
 SUMMARY_HEADER = "[Compressed conversation section]"
 PI_PREVIEW_CHARS = 600  # head preview shown with a file result

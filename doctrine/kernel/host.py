@@ -19,11 +19,11 @@ from dataclasses import asdict, dataclass
 from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.messages import Message
 from doctrine.kernel.nudge import NudgeDecision
-from doctrine.kernel.pipeline import process_turn
 from doctrine.kernel.state import SUMMARY_ID_PREFIX, CompressionState
 from doctrine.kernel.tags import STRATEGIES
-from doctrine.kernel.tokens import CountTokens
 from doctrine.kernel.truncate import Truncation
+from doctrine.kernel.turn import process_turn
+from plumbing.tokens import CountTokens
 
 NUDGE_MESSAGE_ID = "acp_nudge"  # reserved prefix; never persisted, never given a ref
 

@@ -20,7 +20,7 @@ from doctrine.kernel.messages import Message
 from doctrine.kernel.prune import is_summary_message
 from doctrine.kernel.recommend import ProtectedRange, Range
 from doctrine.kernel.state import CompressionState
-from doctrine.kernel.tokens import CountTokens, default_count_tokens, estimate_fast, js_round
+from plumbing.tokens import CountTokens, default_count_tokens, estimate_fast, js_round
 
 
 @dataclass

@@ -56,11 +56,11 @@ from typing import Any
 
 from doctrine.kernel.config import KernelConfig, apply_overrides
 from doctrine.kernel.host import HostConfig
-from doctrine.kernel.tokens import default_count_tokens
+from plumbing.tokens import default_count_tokens
 
 PRESETS = ("reference", "default", "aggressive")
 PROMPT_MODES = ("doctrine", "distilled")
-NUDGE_STYLES = ("list", "none")  # doctrine.render.NUDGE_STYLES
+NUDGE_STYLES = ("list", "none")  # doctrine.prompt_render.NUDGE_STYLES
 REFERENCE_WINDOW = 200_000
 
 

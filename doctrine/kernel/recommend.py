@@ -15,7 +15,7 @@ from doctrine.kernel.protection import protected_ids_with_pairing
 from doctrine.kernel.prune import is_summary_message
 from doctrine.kernel.refs import format_ref, ref_index
 from doctrine.kernel.state import BLOCKED, CompressionState
-from doctrine.kernel.tokens import CountTokens, default_count_tokens, js_len, js_round
+from plumbing.tokens import CountTokens, default_count_tokens, js_len, js_round
 
 NEVER_PRESERVE_TOOLS = frozenset({"decompress", "search_context", "read", "bash"})
 VIABLE_RANGE_MIN_TOKENS = 200

@@ -13,7 +13,7 @@ from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.messages import Message
 from doctrine.kernel.protection import is_message_protected
 from doctrine.kernel.state import BLOCKED, SUMMARY_ID_PREFIX, CompressionState
-from doctrine.kernel.tokens import js_trim
+from plumbing.tokens import js_trim
 
 MAX_REF = 99999
 RESERVED_PREFIXES = (SUMMARY_ID_PREFIX, "acp_nudge")

@@ -36,8 +36,8 @@ from doctrine.kernel.compress import CompressResult, apply_compression
 from doctrine.kernel.compress_args import parse_compress_args
 from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.messages import Message
-from doctrine.kernel.pipeline import TurnResult, process_turn
 from doctrine.kernel.state import CompressionState
+from doctrine.kernel.turn import TurnResult, process_turn
 
 
 class ScriptError(ValueError):

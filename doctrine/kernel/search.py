@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from doctrine.kernel.messages import Message
 from doctrine.kernel.state import Block, CompressionState
-from doctrine.kernel.tokens import default_count_tokens
+from plumbing.tokens import default_count_tokens
 
 K1 = 1.2
 B = 0.75

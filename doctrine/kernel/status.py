@@ -27,7 +27,7 @@ from typing import Any
 from doctrine.kernel.messages import Message
 from doctrine.kernel.search import to_fixed
 from doctrine.kernel.state import BLOCKED, Block, CompressionState
-from doctrine.kernel.tokens import default_count_tokens
+from plumbing.tokens import default_count_tokens
 
 SCOPES = (None, "compressed", "uncompressed")
 VIEWS = ("ranges", "messages")
@@ -275,7 +275,7 @@ _FILL_BITS = re.compile(r"\s*\(?\b(?:usage|fill|contextUsage)\s*[=:]\s*[\d.]+%?\
 
 
 def _range_views(nudge: Any) -> list[Any]:
-    from doctrine.render import RangeView  # the nudge's own range formatter
+    from doctrine.prompt_render import RangeView  # the nudge's own range formatter
 
     views = []
     for r in _get(nudge, "compressible_ranges", "compressibleRanges", default=[]) or []:
@@ -298,7 +298,7 @@ def _range_views(nudge: Any) -> list[Any]:
 
 
 def _nudge_lines(nudge: Any) -> str:
-    from doctrine.render import format_ranges
+    from doctrine.prompt_render import format_ranges
 
     inject = bool(_get(nudge, "should_inject", "shouldInject", default=False))
     reason = _FILL_BITS.sub("", str(_get(nudge, "reason", default="") or "")).strip()

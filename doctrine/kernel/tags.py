@@ -12,7 +12,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from doctrine.kernel.messages import Message
 from doctrine.kernel.state import BLOCKED, CompressionState
-from doctrine.kernel.tokens import CountTokens, default_count_tokens, js_round
+from plumbing.tokens import CountTokens, default_count_tokens, js_round
 
 STRATEGIES = ("all", "text-only", "none")
 _TAG_AT_START = re.compile(r'<acp tokens="[^"]*" type="[^"]*">(m\d{5})</acp>\n?')

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.messages import Message
-from doctrine.kernel.tokens import CountTokens, default_count_tokens, js_len, js_slice
+from plumbing.tokens import CountTokens, default_count_tokens, js_len, js_slice
 
 KEEP_CHARS = 2000
 MIN_TOKENS = 1000

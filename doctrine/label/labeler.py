@@ -39,7 +39,7 @@ from doctrine.kernel.compress import apply_compression
 from doctrine.kernel.decompress import PI_MESSAGE_INLINE_MAX
 from doctrine.kernel.refs import ref_index
 from doctrine.kernel.search import build_message_docs, search_active_blocks, search_context
-from doctrine.kernel.tokens import js_len
+from plumbing.tokens import js_len
 
 from . import actions
 from . import phrasing as ph

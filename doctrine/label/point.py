@@ -10,7 +10,7 @@ from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.host import HostConfig, ModelView
 from doctrine.kernel.messages import Message
 from doctrine.kernel.state import CompressionState
-from doctrine.kernel.tokens import CountTokens, default_count_tokens
+from plumbing.tokens import CountTokens, default_count_tokens
 
 from .needed import message_strings
 
@@ -112,7 +112,7 @@ def build_point(session: Any, step: int, visible: int, history: list[dict[str, A
     share); an untagged pass gives the sizes the labeler reads.
     """
     from doctrine.kernel.chat import flatten
-    from doctrine.kernel.pipeline import process_turn
+    from doctrine.kernel.turn import process_turn
     from doctrine.request import render_request
 
     from .needed import tool_units

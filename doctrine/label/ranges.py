@@ -19,7 +19,7 @@ from doctrine.kernel.protection import protected_ids_with_pairing
 from doctrine.kernel.prune import is_summary_message
 from doctrine.kernel.recommend import Range, soft_zone
 from doctrine.kernel.refs import ref_index
-from doctrine.kernel.tokens import CountTokens, js_len, js_round
+from plumbing.tokens import CountTokens, js_len, js_round
 
 from .needed import session_index_of, unit_key
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from doctrine.conform import check_summary
 from doctrine.kernel.messages import Message
-from doctrine.kernel.tokens import CountTokens
-from doctrine.render import fill_disclosures
+from doctrine.prompt_render import fill_disclosures
+from plumbing.tokens import CountTokens
 
 from . import phrasing as ph
 from .config import LabelConfig
@@ -160,7 +160,7 @@ def compose_summary(source: list[dict[str, Any]], *, doctrine: Any = None, seed:
 
     from doctrine.conform import normalise_messages
     from doctrine.conform.settings import default_doctrine
-    from doctrine.kernel.tokens import default_count_tokens
+    from plumbing.tokens import default_count_tokens
 
     doc = doctrine if doctrine is not None else default_doctrine()
     msgs = normalise_messages(source)

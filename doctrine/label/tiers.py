@@ -26,7 +26,7 @@ from doctrine.conform import check_summary
 from doctrine.conform.patterns import norm
 from doctrine.kernel.messages import Message
 from doctrine.kernel.tags import format_tokens
-from doctrine.kernel.tokens import CountTokens
+from plumbing.tokens import CountTokens
 
 from . import phrasing as ph
 from .summaries import SummaryOutcome, discloses, source_dicts

@@ -1,4 +1,4 @@
-"""Inference backends behind one interface (see ``base.py``).
+"""Inference backends behind one interface (``plumbing.chat_backend``).
 
 ``BACKENDS`` maps a name to a factory ``(settings: dict) -> Backend``. Factories import
 their heavy dependencies (torch, transformers, vLLM) only when called.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from eval.backends.base import Backend, BackendError, Completion, Request
+from plumbing.chat_backend import Backend, BackendError, Completion, Request
 
 __all__ = ["BACKENDS", "Backend", "BackendError", "Completion", "Request", "make_backend"]
 
@@ -27,7 +27,7 @@ def _vllm(settings: dict[str, Any]) -> Backend:
 
 
 def _openai(settings: dict[str, Any]) -> Backend:
-    from eval.backends.openai import make_openai
+    from plumbing.openai_backend import make_openai
 
     return make_openai(settings)
 

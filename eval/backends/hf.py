@@ -1,8 +1,8 @@
 """The ``hf`` backend: in-process transformers, the base model or base + PEFT adapter.
 
 Greedy by default. Prompts are rendered with the chat template training used
-(``train.templates.choose_template``, the same tool-call text form), and replies are parsed
-with ``train.tool_format.parse_assistant_text``. With an adapter loaded, a request without
+(``plumbing.chat_templates.choose_template``, the same tool-call text form), and replies are parsed
+with ``plumbing.tool_format.parse_assistant_text``. With an adapter loaded, a request without
 ``use_adapter`` runs under ``disable_adapter()``, so one loaded model serves base and
 adapter arms. ``complete_batch`` left-pads and generates a batch in one ``generate`` call.
 
@@ -18,7 +18,7 @@ import contextlib
 import time
 from typing import Any
 
-from eval.backends.base import Backend, BackendError, Completion, Request, reply_from_text
+from plumbing.chat_backend import Backend, BackendError, Completion, Request, reply_from_text
 
 
 class HFBackend(Backend):
@@ -28,8 +28,8 @@ class HFBackend(Backend):
                  chat_template: str = "auto", batch_size: int = 4, reuse_prefix_cache: bool = True, **_: Any):
         import torch
 
-        from train.models import ModelSpecError, load_model, load_tokenizer, resolve_model
-        from train.templates import choose_template
+        from plumbing.chat_templates import choose_template
+        from plumbing.models import ModelSpecError, load_model, load_tokenizer, resolve_model
 
         try:
             resolved = resolve_model(model)
@@ -57,7 +57,7 @@ class HFBackend(Backend):
         torch.manual_seed(0)
 
     def render(self, request: Request) -> str:
-        from train.tool_format import normalise_tool_calls
+        from plumbing.tool_format import normalise_tool_calls
 
         return self.tokenizer.apply_chat_template(
             normalise_tool_calls(request.messages), tools=request.tools or None,

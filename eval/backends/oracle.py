@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from eval.backends.base import Backend, Completion, Request, prompt_text
+from plumbing.chat_backend import Backend, Completion, Request, prompt_text
 
 Policy = Callable[[Request], dict[str, Any]]
 
@@ -86,7 +86,7 @@ class OracleBackend(Backend):
         self.calls = 0
 
     def _complete(self, request: Request) -> Completion:
-        from train.tool_format import format_assistant_text
+        from plumbing.tool_format import format_assistant_text
 
         self.calls += 1
         msg = dict(self.policy(request))

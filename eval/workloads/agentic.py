@@ -25,11 +25,11 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from doctrine.config import BaseConfig
-from eval.backends.base import Request, prompt_text
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
+from eval.workloads.fake_ts_repo import TsRepo
 from eval.workloads.marathon import marathon_with_repos, run_tool
-from eval.workloads.ts_repo import TsRepo
+from plumbing.chat_backend import Request, prompt_text
+from plumbing.recipe_loader import BaseConfig
 
 __all__ = ["AgenticTask", "AgenticWorkload", "agentic_tasks", "run_agentic_task"]
 

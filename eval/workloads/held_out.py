@@ -22,11 +22,11 @@ from typing import Any
 
 from pydantic import Field
 
-from doctrine.config import BaseConfig
-from eval.backends.base import Request
 from eval.metrics import range_overlap, ref_interval
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.nudges import rerender_context
+from plumbing.chat_backend import Request
+from plumbing.recipe_loader import BaseConfig
 
 ARMS_SUPPORTED = ("doctrine", "base_slim", "distilled")
 KINDS = ("compress", "refuse", "recover", "ordinary")

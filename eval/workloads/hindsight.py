@@ -74,7 +74,7 @@ def labeler_decision(session: Any, step: int, view: Any, kstate: Any, env: Any, 
     if not labeler_available() or view.flat is None:
         return None
     try:
-        from doctrine.kernel.pipeline import process_turn
+        from doctrine.kernel.turn import process_turn
         from doctrine.label import DecisionPoint, label_decision
         from doctrine.label.needed import tool_units
         from eval.arms import kernel_profile

@@ -31,10 +31,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from eval.backends.base import Backend, Completion, Request
 from eval.workloads.base import Case, RunContext
 from eval.workloads.marathon import SIZES, MarathonSize, marathon_session
 from eval.workloads.scripted import DecisionSettings
+from plumbing.chat_backend import Backend, Completion, Request
 
 __all__ = ["MarathonWorkload", "SummaryRecorder", "grade_items", "item_correct", "marathon_grades"]
 

@@ -26,7 +26,7 @@ def _tokens(s: str) -> int:
 
 def split_system(text: str, doctrine: Any, mode: str) -> str | None:
     """The host's base prompt of a system prompt rendered in ``mode`` ("" if none), or None."""
-    from doctrine.render import render_system_prompt
+    from doctrine.prompt_render import render_system_prompt
 
     body = render_system_prompt(doctrine, mode)
     if text == body:
@@ -47,7 +47,7 @@ def is_nudge(text: str, doctrine: Any, mode: str) -> bool:
 
 def parse_nudge(text: str, doctrine: Any, mode: str):
     """A ``NudgeView`` that renders back to ``text`` in ``mode``, or None when it cannot."""
-    from doctrine.render import BlockView, NudgeView, RangeView, render_nudge
+    from doctrine.prompt_render import BlockView, NudgeView, RangeView, render_nudge
 
     emergency_head = doctrine.text("nudge-emergency", mode) if "nudge-emergency" in doctrine.sections else ""
     voice = "emergency" if emergency_head and text.startswith(emergency_head) else "gentle"
@@ -115,7 +115,13 @@ def rerender_context(messages: list[dict[str, Any]], doctrine: Any, row_mode: st
     "fallback" (the row's text could not be matched; the doctrine text replaced it anyway
     for the system prompt, the row's nudge was kept).
     """
-    from doctrine.render import BlockView, NudgeView, RangeView, render_nudge, render_system_prompt
+    from doctrine.prompt_render import (
+        BlockView,
+        NudgeView,
+        RangeView,
+        render_nudge,
+        render_system_prompt,
+    )
 
     notes = {"system": "kept", "nudge": "kept", "nudge_present": False}
     out = [dict(m) for m in messages]

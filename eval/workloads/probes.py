@@ -441,7 +441,7 @@ JUDGE_PROMPT = ("You grade an answer against a reference answer extracted from a
 def model_judge(backend: Any, question: dict[str, Any], answer: str, max_tokens: int = 200) -> dict[str, Any]:
     """A model's verdict through any eval backend (the ``openai`` one in practice); the reason
     is kept. An unreadable verdict gives ``correct: None`` with the raw text as reason."""
-    from eval.backends.base import Request
+    from plumbing.chat_backend import Request
 
     ref = question.get("answer")
     prompt = (JUDGE_PROMPT.replace("{question}", str(question.get("question")))

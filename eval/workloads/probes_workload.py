@@ -27,8 +27,6 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from doctrine.config import BaseConfig
-from eval.backends.base import Request
 from eval.judges import contains, visible_text
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.probes import (
@@ -39,6 +37,8 @@ from eval.workloads.probes import (
     sandbox_shutdown_response,
     select_cases,
 )
+from plumbing.chat_backend import Request
+from plumbing.recipe_loader import BaseConfig
 
 __all__ = ["ProbesWorkload", "oracle_answer", "probe_report", "run_probe_case"]
 

@@ -24,13 +24,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from doctrine.config import BaseConfig
 from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
-from eval.backends.base import Request, prompt_text
 from eval.judges import contains, fact_recall, visible_text
 from eval.metrics import scripted_metrics
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply
+from plumbing.chat_backend import Request, prompt_text
+from plumbing.recipe_loader import BaseConfig
 
 
 class DecisionSettings(BaseConfig):

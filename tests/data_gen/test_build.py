@@ -10,7 +10,7 @@ import pytest
 from data_gen.build import build_curriculum
 from data_gen.curriculum import SPLITS
 from data_gen.recipe import DataRecipe
-from doctrine.config import load_config
+from plumbing.recipe_loader import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,7 +76,7 @@ def test_length_filter_and_mixture_are_counted(tmp_path):
 
 
 def test_kind_weights_and_shares_together_are_a_config_error():
-    from doctrine.config import ConfigError
+    from plumbing.recipe_loader import ConfigError
 
     with pytest.raises(ConfigError, match="not both"):
         small("mixture.kind.ordinary=0.5")
@@ -115,7 +115,7 @@ def test_a_rebuild_leaves_no_stale_shards(tmp_path):
     (["split.validation_fraction=0.6", "split.test_fraction=0.5"], "at most 1"),
 ])
 def test_bad_shard_rows_and_split_fractions_are_config_errors(overrides, message):
-    from doctrine.config import ConfigError
+    from plumbing.recipe_loader import ConfigError
 
     with pytest.raises(ConfigError, match=message):
         small(*overrides)

@@ -20,7 +20,7 @@ from data_gen.audit import (
 )
 from data_gen.build import build_curriculum
 from data_gen.recipe import DataRecipe
-from doctrine.config import load_config
+from plumbing.recipe_loader import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

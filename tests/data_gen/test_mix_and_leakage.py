@@ -10,7 +10,7 @@ import yaml
 
 from data_gen.curriculum import sample_to_shares
 from data_gen.recipe import EVAL_MIRRORS, DataRecipe, Mixture, Split, leaks
-from doctrine.config import load_config
+from plumbing.recipe_loader import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

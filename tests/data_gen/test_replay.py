@@ -13,7 +13,7 @@ from doctrine.kernel.recommend import soft_zone
 from doctrine.kernel.refs import ref_index
 from doctrine.label import KINDS, LABELER_ID
 from doctrine.label.needed import ACTION_PREFIX, hindsight, session_index_of
-from doctrine.render import fill_disclosures
+from doctrine.prompt_render import fill_disclosures
 from doctrine.spec import load_doctrine
 from doctrine.tools import tool_schemas
 

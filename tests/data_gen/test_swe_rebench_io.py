@@ -249,7 +249,7 @@ def test_cli_unreadable_source_exits_2_with_a_message(capsys, monkeypatch, argv,
 
 
 def test_help_imports_neither_pyarrow_nor_datasets():
-    code = ("import sys; from data_gen.__main__ import COMMANDS; from doctrine.subcommands import build_parser; "
+    code = ("import sys; from data_gen.__main__ import COMMANDS; from plumbing.subcommands import build_parser; "
             "build_parser('python -m data_gen', None, COMMANDS); "
             "print(sorted(m for m in ('pyarrow', 'datasets') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
@@ -309,7 +309,7 @@ def test_module_imports_no_heavy_dependency_at_import_time():
 def test_a_truncated_gz_is_one_rejected_record_and_the_build_goes_on(tmp_path):
     from data_gen.build import collect_sessions
     from data_gen.recipe import DataRecipe
-    from doctrine.config import load_config
+    from plumbing.recipe_loader import load_config
 
     data = gzip.compress(JSONL.read_bytes())
     gz = tmp_path / "a.jsonl.gz"

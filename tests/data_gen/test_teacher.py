@@ -14,7 +14,7 @@ from data_gen.sources.teacher import TEACHER_KINDS, TeacherLabeler
 from data_gen.synthetic import SessionSize, generate
 from doctrine.label import LabelSkipped
 from doctrine.spec import load_doctrine
-from eval.backends.openai import OpenAIBackend
+from plumbing.openai_backend import OpenAIBackend
 
 
 class FakeTeacher:
@@ -142,7 +142,7 @@ def test_a_build_with_a_broken_teacher_finishes_and_counts(teacher, tmp_path):
 
     from data_gen.build import build_curriculum
     from data_gen.recipe import DataRecipe
-    from doctrine.config import load_config
+    from plumbing.recipe_loader import load_config
 
     teacher.reply = {"content": '<tool_call>{"name": "compress", "arguments": {oops'}
     root = Path(__file__).resolve().parents[2]

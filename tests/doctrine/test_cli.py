@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from doctrine import cli
-from doctrine.render import EXAMPLE_VIEWS, render_nudge, render_system_prompt
+from doctrine.prompt_render import EXAMPLE_VIEWS, render_nudge, render_system_prompt
 from doctrine.spec import load_doctrine
 
 FIXTURES = Path(__file__).parent / "fixtures" / "versions"
@@ -98,11 +98,11 @@ def test_tokens_uses_the_counter(capsys, monkeypatch):
 
 def test_tokens_without_tokenizer_is_an_error(capsys, monkeypatch):
     def broken():
-        raise ImportError("no train.models")
+        raise ImportError("no plumbing.models")
 
     monkeypatch.setattr(cli, "_token_counter", broken)
     rc, _, err = run(capsys, "show", "--tokens")
-    assert rc == 1 and "train.models" in err
+    assert rc == 1 and "plumbing.models" in err
 
 
 def test_export_prompt_set_roundtrip(capsys, tmp_path):

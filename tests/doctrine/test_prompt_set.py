@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from doctrine.prompt_set import export_prompt_set, read_prompt_set
-from doctrine.render import (
+from doctrine.acp_prompt_set import export_prompt_set, read_prompt_set
+from doctrine.prompt_render import (
     EXAMPLE_VIEWS,
     NudgeView,
     RangeView,
@@ -215,7 +215,7 @@ def test_a_manifest_that_is_a_fifo_is_refused(tmp_path):
 
 
 def test_section_files_are_capped(tmp_path):
-    from doctrine.prompt_set import MAX_FILE_BYTES
+    from doctrine.acp_prompt_set import MAX_FILE_BYTES
 
     (tmp_path / "manifest.json").write_text(json.dumps({"sections": {"intro": "intro.md"}}))
     (tmp_path / "intro.md").write_text("x" * (MAX_FILE_BYTES + 1))

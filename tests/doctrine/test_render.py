@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from doctrine.render import (
+from doctrine.prompt_render import (
     EXAMPLE_VIEWS,
     MODES,
     PARTS,

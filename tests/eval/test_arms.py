@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from doctrine.kernel.tokens import default_count_tokens
-from doctrine.render import fill_disclosures
+from doctrine.prompt_render import fill_disclosures
 from eval.arms import (
     ARMS,
     CLEARED,
@@ -17,6 +16,7 @@ from eval.arms import (
     protocol_safe_tail,
 )
 from eval.workloads.fixtures import demo_session
+from plumbing.tokens import default_count_tokens
 
 from .conftest import exchange_history, tool_protocol_ok
 
@@ -53,7 +53,7 @@ def test_n_latest_keeps_the_question_outside_the_count():
     assert view.messages[-1]["content"] == "What was in f2_0.py?"
     assert view.retained_messages <= 10
     assert len(view.messages) == view.retained_messages + 1
-    assert view.retained_tokens == default_count_tokens(__import__("eval.backends.base", fromlist=["x"]).prompt_text(view.messages, []))
+    assert view.retained_tokens == default_count_tokens(__import__("plumbing.chat_backend", fromlist=["x"]).prompt_text(view.messages, []))
 
 
 def test_protocol_safe_tail_moves_past_split_groups():
@@ -158,7 +158,7 @@ def test_deterministic_cadence(doctrine):
 
 
 def test_kernel_arms_modes(doctrine):
-    from doctrine.render import render_system_prompt
+    from doctrine.prompt_render import render_system_prompt
     from eval.workloads.fixtures import TASK_TOOLS
 
     e, _ = env(window=6000, doctrine=doctrine, task_tools=TASK_TOOLS)

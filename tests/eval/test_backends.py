@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from eval.backends import BACKENDS, BackendError, Request, make_backend
-from eval.backends.openai import OpenAIBackend, parse_prefix_cache_metrics
+from plumbing.openai_backend import OpenAIBackend, parse_prefix_cache_metrics
 
 MSGS = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "List the files."}]
 TOOLS = [{"type": "function", "function": {"name": "bash", "description": "Run a command.",
@@ -138,7 +138,7 @@ def tiny_adapter(tiny_model_dir, tmp_path_factory):
     import torch
     from peft import LoraConfig, get_peft_model
 
-    from train.models import load_model
+    from plumbing.models import load_model
 
     torch.manual_seed(1)
     model = load_model(str(tiny_model_dir), dtype="float32")

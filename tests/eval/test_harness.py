@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from doctrine.config import load_config
-from doctrine.runs import read_manifest
-from eval.backends.base import Backend, BackendError, Completion, reply_from_text
 from eval.harness import load_results, plan, run_eval
 from eval.recipe import EvalRecipe
+from plumbing.chat_backend import Backend, BackendError, Completion, reply_from_text
+from plumbing.recipe_loader import load_config
+from plumbing.runs import read_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "configs/eval/smoke.yaml"
@@ -106,7 +106,7 @@ def test_a_failing_backend_leaves_the_run_incomplete(tmp_path):
 
 
 def test_recipe_validation():
-    from doctrine.config import ConfigError
+    from plumbing.recipe_loader import ConfigError
 
     with pytest.raises(ConfigError, match="unknown arms"):
         load_config(SMOKE, EvalRecipe, ["arms=[full, magic]"])
@@ -246,7 +246,7 @@ def test_distilled_arm_runs_only_under_a_profile_the_adapter_was_trained_with(tm
 
 
 def test_a_typo_in_workload_settings_fails_when_the_recipe_loads():
-    from doctrine.config import ConfigError
+    from plumbing.recipe_loader import ConfigError
 
     with pytest.raises(ConfigError) as err:  # today: every scripted case silently dropped
         recipe(workloads=[{"name": "scripted", "settings": {"sesions": "fixtures/sessions.jsonl"}}])
@@ -263,7 +263,7 @@ def test_a_typo_in_workload_settings_fails_when_the_recipe_loads():
 
 
 def test_a_typo_in_arm_settings_fails_when_the_recipe_loads():
-    from doctrine.config import ConfigError
+    from plumbing.recipe_loader import ConfigError
 
     with pytest.raises(ConfigError, match="unknown key 'arm_settings.compact_treshold' .did you mean 'compact_threshold'"):
         recipe(arm_settings={"compact_treshold": 0.5})
@@ -295,7 +295,7 @@ def test_every_workload_has_a_strict_settings_model():
 
 
 def test_a_typo_in_backend_settings_fails_when_the_recipe_loads():
-    from doctrine.config import ConfigError
+    from plumbing.recipe_loader import ConfigError
 
     hf = {"backend.name": "hf", "backend.model": "tiny:smollm2-135m-instruct", "arms": ["full"]}
     with pytest.raises(ConfigError) as err:  # today: HFBackend(**settings) drops it, batches of 4
@@ -321,9 +321,9 @@ def test_backend_settings_are_the_constructor_keywords():
     import inspect
 
     from eval.backends.hf import HFBackend
-    from eval.backends.openai import OpenAIBackend
     from eval.backends.vllm import VLLMBackend
     from eval.recipe import BACKEND_SETTINGS
+    from plumbing.openai_backend import OpenAIBackend
 
     for name, cls in (("hf", HFBackend), ("vllm", VLLMBackend), ("openai", OpenAIBackend)):
         params = {k: (None if p.default is inspect.Parameter.empty else p.default)
@@ -336,7 +336,7 @@ def test_backend_settings_are_the_constructor_keywords():
 
 
 def test_a_typo_in_kernel_overrides_fails_when_the_recipe_loads():
-    from doctrine.config import ConfigError
+    from plumbing.recipe_loader import ConfigError
 
     with pytest.raises(ConfigError) as err:  # today: accepted; ignored when no kernel arm runs
         recipe(arms=["full"], kernel={"nudge": {"growth_flor": 1000}})
@@ -397,7 +397,7 @@ def test_an_adapter_without_recorded_profiles_is_not_checked(tmp_path):
 
 
 def test_an_empty_model_spec_fails_when_the_recipe_loads():
-    from doctrine.config import ConfigError
+    from plumbing.recipe_loader import ConfigError
 
     with pytest.raises(ConfigError, match="backend.model: .*empty model spec"):
         load_config(SMOKE, EvalRecipe, ["backend.model="])

@@ -51,9 +51,9 @@ def test_phase_variant_fidelity(wl, doctrine):
 
 
 def test_recipe_runs_through_the_harness(tmp_path):
-    from doctrine.config import load_config
     from eval.harness import load_results, run_eval
     from eval.recipe import EvalRecipe
+    from plumbing.recipe_loader import load_config
 
     path = ROOT / "configs/eval/marathon_demo.yaml"
     recipe = load_config(path, EvalRecipe, ["arms=[\"full\",\"deterministic\"]"])

@@ -90,8 +90,8 @@ def test_sandbox_is_shut_during_answers(wl, doctrine):
 
 
 def test_cli_report(rows, tmp_path):
-    from doctrine.runs import atomic_write_json
     from eval.__main__ import main
+    from plumbing.runs import atomic_write_json
 
     for r in rows:
         atomic_write_json(tmp_path / "cases" / r["arm"] / f"{r['case_id']}__s0.json", {**r, "status": "done"})
@@ -102,9 +102,9 @@ def test_cli_report(rows, tmp_path):
 
 
 def test_recipe_runs_through_the_harness(tmp_path):
-    from doctrine.config import load_config
     from eval.harness import load_results, run_eval
     from eval.recipe import EvalRecipe
+    from plumbing.recipe_loader import load_config
 
     path = ROOT / "configs/eval/probes_demo.yaml"
     recipe = load_config(path, EvalRecipe, ["arms=[\"full\",\"n_latest_10\"]"])

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 
 from data_gen.replay import replay_session
-from doctrine.kernel.tokens import default_count_tokens
 from doctrine.label.needed import session_msg_id
 from eval.arms import ARMS, ArmEnv, ArmState
 from eval.workloads.fixtures import demo_session
+from plumbing.tokens import default_count_tokens
 
 
 @pytest.mark.parametrize("window, gate, host", [(6000, "aggressive", "proxy"), (4096, "default", "pi")])

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from eval.backends import make_backend
-from eval.backends.base import Request
 from eval.metrics import bootstrap_ci, paired_comparison
+from plumbing.chat_backend import Request
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -48,7 +48,7 @@ def workdir():
 
 @pytest.fixture(scope="module")
 def adapter_run(workdir, embedded_model):
-    from doctrine.config import load_config
+    from plumbing.recipe_loader import load_config
     from train.export import export_adapter
     from train.recipe import TrainRecipe
     from train.sft import run_training
@@ -107,7 +107,7 @@ def _free_port() -> int:
 def test_openai_backend_on_a_vllm_server(adapter_run, workdir):
     tmp_path = workdir
     from eval.backends import Request
-    from eval.backends.openai import OpenAIBackend
+    from plumbing.openai_backend import OpenAIBackend
 
     port = _free_port()
     log = open(tmp_path / "server.log", "w")

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-PACKAGES = ["doctrine", "data_gen", "train", "eval", "doctrine.pipeline"]
+PACKAGES = ["doctrine", "data_gen", "train", "eval", "pipeline"]
 
 
 @pytest.mark.parametrize("pkg", PACKAGES)

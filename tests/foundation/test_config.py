@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import Field
 
-from doctrine.config import (
+from plumbing.recipe_loader import (
     SCHEMAS,
     BaseConfig,
     ConfigError,
@@ -123,7 +123,7 @@ def test_print_config_round_trips(tmp_path):
 
 
 def test_schema_is_chosen_by_folder(project_root):
-    from doctrine.pipeline_config import PipelineConfig
+    from pipeline.recipe import PipelineConfig
 
     assert schema_for_path(project_root / "configs/pipeline/demo.yaml") is PipelineConfig
     with pytest.raises(ConfigError, match="no schema for this location"):
@@ -145,7 +145,7 @@ def test_every_recipe_under_configs_validates(project_root):
 
 
 def test_every_schema_folder_is_importable():
-    from doctrine.config import _import
+    from plumbing.recipe_loader import _import
 
     for folder, target in SCHEMAS.items():
         assert issubclass(_import(target), BaseConfig), folder
@@ -153,14 +153,14 @@ def test_every_schema_folder_is_importable():
 
 def test_pipeline_print_config_cli(project_root):
     out = subprocess.run(
-        [sys.executable, "-m", "doctrine.pipeline", str(project_root / "configs/pipeline/demo.yaml"),
+        [sys.executable, "-m", "pipeline", str(project_root / "configs/pipeline/demo.yaml"),
          "run_name=other", "--print-config"],
         capture_output=True, text=True, cwd=project_root, timeout=60,
     )
     assert out.returncode == 0, out.stderr
     assert "run_name: other" in out.stdout
     bad = subprocess.run(
-        [sys.executable, "-m", "doctrine.pipeline", str(project_root / "configs/pipeline/demo.yaml"),
+        [sys.executable, "-m", "pipeline", str(project_root / "configs/pipeline/demo.yaml"),
          "stagez=[doctrine]", "--print-config"],
         capture_output=True, text=True, cwd=project_root, timeout=60,
     )
@@ -221,11 +221,11 @@ def test_recursive_alias_is_refused(tmp_path):
         load_config(write(tmp_path, "model: m\ntrainer:\n  extra: &e {self: *e}\n"), Recipe)
 
 
-@pytest.mark.parametrize("cli", [["data_gen", "build"], ["eval", "run"], ["train"], ["doctrine.pipeline"]])
+@pytest.mark.parametrize("cli", [["data_gen", "build"], ["eval", "run"], ["train"], ["pipeline"]])
 def test_binary_recipe_is_one_line_error_from_every_cli(tmp_path, project_root, cli):
     p = tmp_path / "recipe.yaml"
     p.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
-    out_arg = [] if cli == ["doctrine.pipeline"] else ["--out", str(tmp_path / "out")]
+    out_arg = [] if cli == ["pipeline"] else ["--out", str(tmp_path / "out")]
     out = subprocess.run([sys.executable, "-m", *cli, str(p), *out_arg],
                          capture_output=True, text=True, cwd=project_root, timeout=120)
     assert out.returncode == 2, out.stderr
@@ -237,7 +237,7 @@ def test_binary_recipe_is_one_line_error_from_every_cli(tmp_path, project_root, 
     ("train.__main__", ["configs/train/demo.yaml", "--print-config", "--trainer.max_steps=3"], "max_steps: 3"),
     ("data_gen.__main__", ["build", "configs/data/demo.yaml", "--print-config", "--shard_rows=7"], "shard_rows: 7"),
     ("eval.__main__", ["run", "configs/eval/smoke.yaml", "--print-config", "--max_tokens=123"], "max_tokens: 123"),
-    ("doctrine.pipeline", ["configs/pipeline/demo.yaml", "--print-config", "--run_name=try2"], "run_name: try2"),
+    ("pipeline.runner", ["configs/pipeline/demo.yaml", "--print-config", "--run_name=try2"], "run_name: try2"),
 ])
 def test_a_leading_double_dash_on_an_override_is_accepted_by_every_cli(project_root, monkeypatch, capsys,
                                                                        module, argv, shown):

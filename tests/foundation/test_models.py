@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from train.models import ModelSpecError, model_info, parse_spec, resolve_model
+from plumbing.models import ModelSpecError, model_info, parse_spec, resolve_model
 
 
 def test_parse_specs():
@@ -64,7 +64,7 @@ def test_model_info_cli_is_fast_once_cached(embedded_model, project_root):
 
 @pytest.mark.slow
 def test_embedded_tokenizer_and_model_load(embedded_model):
-    from train.models import load_model, load_tokenizer
+    from plumbing.models import load_model, load_tokenizer
 
     tok = load_tokenizer(embedded_model)
     text = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False)
@@ -105,7 +105,7 @@ def test_local_folder_spec(tiny_model_dir, tmp_path):
 
 
 def test_tiny_model_is_small_deterministic_and_shares_tokenizer(tiny_model_dir, tmp_path, embedded_model):
-    from train.tiny import build_tiny_model
+    from plumbing.tiny_model import build_tiny_model
 
     info = model_info(str(tiny_model_dir))
     assert info["architecture"] == "LlamaForCausalLM"

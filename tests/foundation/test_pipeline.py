@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from doctrine.config import ConfigError, load_config
-from doctrine.pipeline import run_pipeline, stage_command
-from doctrine.pipeline_config import PipelineConfig
+from pipeline.recipe import PipelineConfig
+from pipeline.runner import run_pipeline, stage_command
+from plumbing.recipe_loader import ConfigError, load_config
 
 
 def test_doctrine_stage_runs_once_and_is_skipped_after(project_root, tmp_path):
@@ -45,7 +45,7 @@ def test_results_table_is_printed_from_the_report(tmp_path):
 
     from rich.console import Console
 
-    from doctrine.pipeline import print_results
+    from eval.glance import print_results
 
     buf = io.StringIO()
     console = Console(file=buf, width=200)
@@ -65,8 +65,8 @@ def test_results_table_is_printed_from_the_report(tmp_path):
 
 
 def test_a_renamed_run_points_every_stage_at_its_own_folders(project_root, tmp_path):
-    from doctrine.pipeline import stage_overrides
     from eval.recipe import EvalRecipe
+    from pipeline.runner import stage_overrides
     from train.recipe import TrainRecipe
 
     cfg = load_config(project_root / "configs/pipeline/demo.yaml", PipelineConfig, ["run_name=try2"])

@@ -16,7 +16,7 @@ STAGES = ["doctrine", "data", "train", "adapter", "eval", "report"]
 
 @pytest.mark.slow
 def test_smoke_pipeline_runs_every_stage_and_a_rerun_skips_them(project_root, tmp_path):
-    cmd = [sys.executable, "-m", "doctrine.pipeline", "configs/pipeline/smoke.yaml", f"runs_dir={tmp_path}",
+    cmd = [sys.executable, "-m", "pipeline", "configs/pipeline/smoke.yaml", f"runs_dir={tmp_path}",
            "run_name=try2"]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     p = subprocess.run(cmd, cwd=project_root, capture_output=True, text=True, timeout=900, env=env)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from doctrine.runs import (
+from plumbing.runs import (
     MANIFEST,
     RunDir,
     atomic_write_json,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from doctrine.runs import write_manifest
 from doctrine.spec import load_doctrine
+from plumbing.runs import write_manifest
 
 TOOLS = [
     {"type": "function", "function": {"name": "compress", "description": "Fold consumed messages into a summary block.",

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from doctrine.config import load_config
+from plumbing.recipe_loader import load_config
 from train.export import ExportError, check_vllm_lora, export_adapter
 from train.recipe import TrainRecipe
 from train.sft import run_training
@@ -45,7 +45,7 @@ def test_merged_weights_match_base_plus_adapter(trained_run):
     import torch
     from peft import PeftModel
 
-    from train.models import load_model
+    from plumbing.models import load_model
 
     out = export_adapter(trained_run, merge=True)
     train_manifest = json.loads((trained_run / "train" / "manifest.json").read_text())
@@ -59,7 +59,7 @@ def test_merged_weights_match_base_plus_adapter(trained_run):
 
 
 def test_prompt_set_renders_the_training_prompts(trained_run):
-    from doctrine.render import EXAMPLE_VIEWS, render_nudge, render_system_prompt
+    from doctrine.prompt_render import EXAMPLE_VIEWS, render_nudge, render_system_prompt
     from doctrine.spec import load_doctrine, resolve_doctrine
 
     out = export_adapter(trained_run)

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from doctrine.config import load_config
+from plumbing.recipe_loader import load_config
 from train.recipe import TrainRecipe
 from train.sft import latest_checkpoint, run_training
 
@@ -105,7 +105,7 @@ def test_missing_data_stage_is_a_clear_error(project_root, tmp_path):
     ("model.spec=embedded:nope", "model.spec: .*unknown embedded model"),
 ])
 def test_impossible_trainer_values_fail_at_config_validation(project_root, tmp_path, override, key):
-    from doctrine.config import ConfigError
+    from plumbing.recipe_loader import ConfigError
 
     with pytest.raises(ConfigError, match=key):
         smoke(project_root, tmp_path, override)

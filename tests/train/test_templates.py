@@ -7,15 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from train.templates import SampleRejected, choose_template, has_generation_markers, tokenize_sample
-from train.tool_format import format_assistant_text, parse_assistant_text
+from plumbing.chat_templates import (
+    SampleRejected,
+    choose_template,
+    has_generation_markers,
+    tokenize_sample,
+)
+from plumbing.tool_format import format_assistant_text, parse_assistant_text
 
 from .conftest import TOOLS, make_row
 
 
 @pytest.fixture(scope="module")
 def tok(embedded_model):
-    from train.models import load_tokenizer
+    from plumbing.models import load_tokenizer
 
     return load_tokenizer(embedded_model)
 

@@ -11,7 +11,7 @@ import json
 import pytest
 import torch
 
-from doctrine.config import load_config
+from plumbing.recipe_loader import load_config
 from train.recipe import TrainRecipe
 from train.sft import run_training
 
@@ -22,9 +22,9 @@ def _trainer(tmp_path, data_dir, *, padding_free=False, target_only_logits=False
     from peft import LoraConfig
     from trl import SFTConfig
 
+    from plumbing.chat_templates import choose_template
+    from plumbing.models import load_model, load_tokenizer, resolve_model
     from train.data import load_split, tokenize_split
-    from train.models import load_model, load_tokenizer, resolve_model
-    from train.templates import choose_template
     from train.trainer import ProjectSFTTrainer
 
     resolved = resolve_model(TINY)

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from doctrine.config import load_config
+from plumbing.recipe_loader import load_config
 from train.export import export_adapter
 from train.recipe import TrainRecipe
 from train.sft import run_training

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.messages import Message
-from doctrine.kernel.pipeline import process_turn
 from doctrine.kernel.state import CompressionState
-from doctrine.kernel.tokens import default_count_tokens
+from doctrine.kernel.turn import process_turn
+from plumbing.tokens import default_count_tokens
 
 WORDS = ("the build fails in parser.ts line 42 because the token stream ends early; "
          "retry with cache off CACHE_TTL_MS = 60_000 value error decided to keep the old api "

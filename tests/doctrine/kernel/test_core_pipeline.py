@@ -7,9 +7,9 @@ import pytest
 from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.filters import MessageFilter
 from doctrine.kernel.messages import Message
-from doctrine.kernel.pipeline import process_turn
 from doctrine.kernel.state import Block, CompressionState
 from doctrine.kernel.truncate import MARKER
+from doctrine.kernel.turn import process_turn
 
 
 def session():

@@ -1,6 +1,6 @@
 """Token counters: JavaScript length semantics and the CJK-aware default."""
 
-from doctrine.kernel.tokens import (
+from plumbing.tokens import (
     TokenizerCounter,
     default_count_tokens,
     estimate_fast,

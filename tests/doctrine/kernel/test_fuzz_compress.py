@@ -9,8 +9,8 @@ import pytest
 from doctrine.kernel.compress_args import compress_tool_call
 from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.messages import Message
-from doctrine.kernel.pipeline import process_turn
 from doctrine.kernel.state import CompressionState
+from doctrine.kernel.turn import process_turn
 
 CFG = KernelConfig.for_limit(200000, minCompressRange=1500, preserveRecentMessages=3,
                              preserveRecentTokens=300)

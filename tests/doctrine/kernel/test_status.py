@@ -12,8 +12,8 @@ from doctrine.kernel.messages import Message
 from doctrine.kernel.readers import read_state_file
 from doctrine.kernel.state import BLOCKED, Block, CompressionState
 from doctrine.kernel.status import build_status_report, collect_visible, format_tokens
-from doctrine.kernel.tokens import default_count_tokens as tok
-from doctrine.render import fill_disclosures
+from doctrine.prompt_render import fill_disclosures
+from plumbing.tokens import default_count_tokens as tok
 
 FIX = Path(__file__).parent / "fixtures" / "states"
 PI = next(FIX.glob("bc-pi/sessions/*/2025-11-30T14-*.acp.json"))
@@ -206,7 +206,7 @@ def test_format_tokens_and_argument_checks():
 
 def test_with_the_kernels_own_turn():
     from doctrine.kernel.config import KernelConfig
-    from doctrine.kernel.pipeline import process_turn
+    from doctrine.kernel.turn import process_turn
 
     s = read_state_file(next((FIX / "bc-proxy" / "anthropic").glob("*.json")))
     turn = process_turn(s.messages, s.state, KernelConfig.for_limit(200_000), token_count=170_000)

@@ -8,9 +8,9 @@ import re
 import pytest
 
 from doctrine.conform import check_summary
-from doctrine.kernel.tokens import default_count_tokens
 from doctrine.label.tiers import BlockSource, compose_tier, merge_sources
 from doctrine.spec import load_doctrine
+from plumbing.tokens import default_count_tokens
 
 B1 = "\n".join([
     "- Read src/cache.ts:12 (m00004): it defines `export const CACHE_TTL_MS = 60_000;` for the session cache.",

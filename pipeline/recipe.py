@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .config import BaseConfig
+from plumbing.recipe_loader import BaseConfig
 
 Stage = Literal["doctrine", "data", "train", "adapter", "eval", "report"]
 

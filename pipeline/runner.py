@@ -1,9 +1,9 @@
-"""Run a pipeline recipe stage by stage: ``python -m doctrine.pipeline RECIPE.yaml``.
+"""Run a pipeline recipe stage by stage: ``python -m pipeline RECIPE.yaml``.
 
-    python -m doctrine.pipeline configs/pipeline/demo.yaml            # what `make demo` runs
-    python -m doctrine.pipeline configs/pipeline/demo.yaml run_name=x  # dotted overrides
-    python -m doctrine.pipeline configs/pipeline/demo.yaml --print-config
-    python -m doctrine.pipeline configs/pipeline/demo.yaml --force doctrine  # redo a stage
+    python -m pipeline configs/pipeline/demo.yaml            # what `make demo` runs
+    python -m pipeline configs/pipeline/demo.yaml run_name=x  # dotted overrides
+    python -m pipeline configs/pipeline/demo.yaml --print-config
+    python -m pipeline configs/pipeline/demo.yaml --force doctrine  # redo a stage
 
 Each stage writes into ``runs/<run_name>/<stage>/`` and, last, its ``manifest.json``; a
 stage whose manifest exists is skipped, so a rerun resumes where the last one stopped.
@@ -28,16 +28,28 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .config import SCHEMAS, ConfigError, load_config, load_for_cli, split_override_args
-from .pipeline_config import PipelineConfig
-from .runs import RunDir, atomic_write_json, atomic_write_text, write_manifest
+from eval.glance import print_results
+from pipeline.recipe import PipelineConfig
+from plumbing.recipe_loader import (
+    SCHEMAS,
+    ConfigError,
+    load_config,
+    load_for_cli,
+    split_override_args,
+)
+from plumbing.runs import RunDir, atomic_write_json, atomic_write_text, write_manifest
 
 
 def run_doctrine_stage(cfg: PipelineConfig, out: Path) -> dict:
     """Resolve the doctrine and write what every later stage and a reader needs:
     the rendered system prompts and tool schemas of both modes, and the hash."""
-    from .render import EXAMPLE_VIEWS, render_nudge, render_system_prompt, tool_schemas
-    from .spec import resolve_doctrine
+    from doctrine.prompt_render import (
+        EXAMPLE_VIEWS,
+        render_nudge,
+        render_system_prompt,
+        tool_schemas,
+    )
+    from doctrine.spec import resolve_doctrine
 
     doc = resolve_doctrine(cfg.doctrine_version)
     counts = {}
@@ -176,7 +188,7 @@ class StageFailed(RuntimeError):
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m doctrine.pipeline", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("recipe", help="a configs/pipeline/*.yaml recipe")
     p.add_argument("overrides", nargs="*", help="dotted KEY=VALUE overrides")
@@ -199,37 +211,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"run folder: {run.root}", flush=True)
     print_results(run.root / "report")
     return 0
-
-
-def print_results(report_dir: Path, console=None) -> bool:
-    """Print where the report is and its results-at-a-glance table (``report.json``'s
-    ``glance``, written by ``python -m eval report``); False when there is no report."""
-    import json
-
-    from rich.console import Console
-    from rich.table import Table
-
-    path = report_dir / "report.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    if console is None:
-        console = Console()
-        if not console.is_terminal:  # a log file or CI: do not squeeze the table into 80 columns
-            console = Console(width=200)
-    state = "complete" if data.get("complete") else "INCOMPLETE"
-    console.print(f"report ({state}): {report_dir / 'report.html'} (also report.md)")
-    glance = data.get("glance") or []
-    if len(glance) > 1:
-        table = Table(title="Results at a glance (how to read it: README, 'Reading the demo results')")
-        for i, col in enumerate(glance[0]):
-            table.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
-        for row in glance[1:]:
-            table.add_row(*row)
-        console.print(table)
-    return True
-
-
-if __name__ == "__main__":
-    sys.exit(main())

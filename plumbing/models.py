@@ -10,7 +10,7 @@ A *model spec* is one string, used the same way in every recipe and CLI:
   fetched with ``huggingface_hub.snapshot_download`` at a pinned revision. With
   ``HF_HUB_OFFLINE=1`` only the local HF cache is used.
 - ``tiny:smollm2-135m-instruct``: a tiny, seeded, randomly initialised model of the same
-  architecture with the same tokenizer (``train/tiny.py``), built once into the cache; the
+  architecture with the same tokenizer (``plumbing/tiny_model.py``), built once into the cache; the
   smoke recipe and the tests train it in seconds.
 - a path to a local folder in the transformers layout (``./models/x``, ``/abs/dir``).
 
@@ -167,7 +167,7 @@ def _convert_embedded(model: EmbeddedModel, gguf: Path, out: Path) -> None:
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from doctrine.runs import file_sha256
+    from plumbing.runs import file_sha256
 
     verbosity = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_error()
@@ -238,7 +238,7 @@ def _resolve_embedded(name: str) -> ResolvedModel:
 
 
 def _resolve_tiny(name: str) -> ResolvedModel:
-    from .tiny import build_tiny_model
+    from .tiny_model import build_tiny_model
 
     out = cache_dir() / "models" / f"tiny-{name}"
     if not (out / "dtw_tiny.json").is_file():

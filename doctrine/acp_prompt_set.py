@@ -193,7 +193,7 @@ def export_prompt_set(doctrine: Doctrine, mode: str, out_dir: str | Path) -> Pat
     ``sections/<name>.md``; files are written atomically and the manifest last. Imported
     back with acknowledge_risk and rendered in doctrine mode, the set reproduces ``mode``.
     """
-    from doctrine.runs import atomic_write_text
+    from plumbing.runs import atomic_write_text
 
     if mode not in ("doctrine", "distilled"):
         raise DoctrineError(f"unknown prompt mode {mode!r}; expected 'doctrine' or 'distilled'")

@@ -1,7 +1,7 @@
 """The one backend interface: chat messages + tools in, a parsed assistant message out.
 
 Every backend returns a :class:`Completion`: the assistant message in OpenAI chat format,
-the raw text the model produced, the tool calls as parsed by ``train.tool_format`` (or as
+the raw text the model produced, the tool calls as parsed by ``plumbing.tool_format`` (or as
 the server returned them), parse errors (a counted failure, never an exception), token
 usage and latency. ``Request.use_adapter`` picks base or base + adapter per call, so one
 loaded model serves the ``base_slim`` and ``distilled`` arms alike.
@@ -53,7 +53,7 @@ class Completion:
 def reply_from_text(text: str, *, prompt_tokens: int, completion_tokens: int, latency_s: float,
                     id_prefix: str = "call", extra: dict[str, Any] | None = None) -> Completion:
     """Parse generated text with the project's one tool-call parser into a Completion."""
-    from train.tool_format import parse_assistant_text
+    from plumbing.tool_format import parse_assistant_text
 
     parsed = parse_assistant_text(text, id_prefix=id_prefix)
     msg: dict[str, Any] = {"role": "assistant", "content": parsed.content}
@@ -93,7 +93,7 @@ class Backend:
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` as this backend's model counts them (default: the kernel's estimate)."""
-        from doctrine.kernel.tokens import default_count_tokens
+        from plumbing.tokens import default_count_tokens
 
         return default_count_tokens(text)
 

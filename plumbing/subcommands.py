@@ -30,7 +30,7 @@ def run(prog: str, doc: str | None, commands: dict[str, str], argv: list[str] | 
     parser = build_parser(prog, doc, commands)
     # Dotted KEY=VALUE overrides may come after options (`build R.yaml --out X a.b=1`), which
     # argparse cannot interleave with a subcommand's positionals: collect them here.
-    from doctrine.config import split_override_args
+    from plumbing.recipe_loader import split_override_args
 
     args, extra = parser.parse_known_args(argv)
     if extra:

@@ -48,7 +48,7 @@ class ConfigError(ValueError):
 # Which schema validates the files of each folder under configs/. Values are import paths
 # so that this table can name schemas of packages that import torch without importing it.
 SCHEMAS: dict[str, str] = {
-    "pipeline": "doctrine.pipeline_config:PipelineConfig",
+    "pipeline": "pipeline.recipe:PipelineConfig",
     "train": "train.recipe:TrainRecipe",
     "data": "data_gen.recipe:DataRecipe",
     "accelerate": "train.accelerate_schema:AccelerateConfig",

@@ -21,8 +21,8 @@ from doctrine.kernel.state import CompressionState
 from doctrine.kernel.sync import advance_survival, sync_blocks
 from doctrine.kernel.tags import STRATEGIES
 from doctrine.kernel.tags import render_tags as _render_tags
-from doctrine.kernel.tokens import CountTokens, memo_counter
 from doctrine.kernel.truncate import Truncation, emergency_truncate
+from plumbing.tokens import CountTokens, memo_counter
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .kernel.nudge import NudgeDecision
-from .render import BlockView, NudgeView, RangeView, render_nudge
+from .prompt_render import BlockView, NudgeView, RangeView, render_nudge
 from .spec import Doctrine
 
 __all__ = ["nudge_text_for", "nudge_view"]

@@ -7,7 +7,7 @@ selects the adapter (a vLLM ``--lora-modules NAME=DIR`` name); requests with
 ``use_adapter`` use it. A vLLM server needs ``--enable-auto-tool-choice --tool-call-parser
 hermes`` to accept tools with the default (auto) tool choice; the parser reads the same
 ``<tool_call>`` form the adapter is trained on. Tool calls come back structured; a server that returns the text
-form instead is parsed with ``train.tool_format``. vLLM's ``/metrics`` prefix-cache
+form instead is parsed with ``plumbing.tool_format``. vLLM's ``/metrics`` prefix-cache
 counters are read when the server exposes them.
 """
 
@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from eval.backends.base import Backend, BackendError, Completion, Request, reply_from_text
+from plumbing.chat_backend import Backend, BackendError, Completion, Request, reply_from_text
 
 
 class OpenAIBackend(Backend):
@@ -105,7 +105,7 @@ class OpenAIBackend(Backend):
         out: dict[str, Any] = {"role": "assistant", "content": content}
         if clean:
             out["tool_calls"] = clean
-        from train.tool_format import format_assistant_text
+        from plumbing.tool_format import format_assistant_text
 
         return Completion(out, format_assistant_text(content, clean), clean, errors, pt, ct, latency)
 
