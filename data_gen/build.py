@@ -24,6 +24,7 @@ from .curriculum import (
     WHY_NONE,
     apply_mixture,
     assign_split,
+    cap_shares,
     dedupe,
     normalise_sample,
     order_by_stage,
@@ -201,6 +202,11 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
                        for src, kinds in mix["by_source"].items()}
     mix["why_none"] = {src: v for src, v in mix["why_none"].items() if v}
     by_split["train"] = order_by_stage(train, recipe.stages)
+    if recipe.mixture.eval_caps:
+        mix["eval_caps"] = {}
+        for name in SPLITS[1:]:
+            by_split[name], mix["eval_caps"][name] = cap_shares(by_split[name], recipe.mixture.eval_caps,
+                                                                recipe.mixture.eval_min_rows, recipe.split.seed)
     counts: dict[str, Any] = {"sessions": len(sessions), "sessions_by_split": dict(sorted(sessions_by_split.items())),
                               "sources": dict(sorted(sources.items())), "rejects": dict(sorted(rejects.items())),
                               "mixture": mix}
@@ -294,6 +300,14 @@ def _card(recipe: DataRecipe, doctrine, counts: dict) -> str:
                          f"{recipe.mixture.max_repeat}x.")
         for k in mix.get("missing") or []:
             lines.append(f"\nNo train row of `{k}`: {WHY_NONE[k]}; its share went to the other kinds.")
+    if mix.get("eval_caps"):
+        caps = ", ".join(f"{k} {v:.2f}" for k, v in sorted(recipe.mixture.eval_caps.items()))
+        lines += ["", f"## Evaluation splits (share caps: {caps}; at least {recipe.mixture.eval_min_rows} rows "
+                  "of a capped kind; no row repeated)", "", "| split | kind | available | rows | reached |",
+                  "|---|---|---|---|---|"]
+        for name, rep in mix["eval_caps"].items():
+            for k, n in rep["available"].items():
+                lines.append(f"| {name} | {k} | {n} | {rep['rows'].get(k, 0)} | {rep['reached'].get(k, 0):.3f} |")
     for src, why in (mix.get("why_none") or {}).items():
         for k, text in why.items():
             lines.append(f"\n- `{src}` supplies no `{k}` rows: {text}.")

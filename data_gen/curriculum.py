@@ -10,7 +10,8 @@ seeded function of its inputs, so the same samples and recipe give byte-identica
   are removed before weighting, and counted;
 - **mixture weights** multiply per kind, source, family and window; a row of weight ``w``
   is kept ``floor(w)`` times plus once more with probability ``frac(w)``; **target shares**
-  per kind then sample the train rows to the recipe's mix (``sample_to_shares``);
+  per kind then sample the train rows to the recipe's mix (``sample_to_shares``), and
+  share caps sample an evaluation split down so no kind passes its cap (``cap_shares``);
 - rows are written as zstd parquet shards with one explicit schema under ``<split>/``.
 """
 
@@ -27,8 +28,8 @@ from typing import Any
 
 from .recipe import Dedupe, Mixture, Split, Stage
 
-__all__ = ["SPLITS", "WHY_NONE", "apply_mixture", "sample_to_shares", "assign_split", "dedupe", "normalise_sample", "order_by_stage",
-           "token_percentiles", "write_split"]
+__all__ = ["SPLITS", "WHY_NONE", "apply_mixture", "assign_split", "cap_shares", "dedupe", "normalise_sample",
+           "order_by_stage", "sample_to_shares", "token_percentiles", "write_split"]
 
 SPLITS = ("train", "validation", "test", "heldout")
 META_KEYS = ("kind", "source", "family", "session_id", "step", "window", "gate", "host", "serving_profile",
@@ -200,6 +201,46 @@ def sample_to_shares(samples: list[dict], shares: dict[str, float], max_repeat: 
     short = sorted(k for k, t in target.items() if want[k] < int(round(t * size)))
     return out, {"target": {k: round(v, 3) for k, v in sorted(target.items())}, "available": avail,
                  "rows": dict(sorted(got.items())), "reached": reached, "missing": missing, "short": short}
+
+
+def cap_shares(samples: list[dict], caps: dict[str, float], min_rows: int,
+               seed: int) -> tuple[list[dict], dict[str, Any]]:
+    """``samples`` sampled down (seeded, order kept, no row repeated or added) so no capped
+    kind holds more than its share ``caps[kind]`` of the result.
+
+    Uncapped kinds are kept whole; a capped kind keeps ``min(available, max(min_rows,
+    round(cap * size)))`` rows, where ``size`` is the result's own size (the largest that
+    satisfies this, found by iterating down from all rows). Meant for evaluation splits:
+    they keep every row of the scarce kinds and lose only surplus rows of the plentiful
+    ones. Returns the rows and a report: caps, available, rows, reached.
+    """
+    by_kind: dict[str, list[int]] = defaultdict(list)
+    for i, s in enumerate(samples):
+        by_kind[str(s["meta"].get("kind"))].append(i)
+    avail = {k: len(v) for k, v in sorted(by_kind.items())}
+    capped = {k: c for k, c in caps.items() if avail.get(k)}
+    free = sum(n for k, n in avail.items() if k not in capped)
+    size = len(samples)
+    keep: dict[str, int] = {}
+    for _ in range(len(samples) + 1):  # size only shrinks, so this ends
+        keep = {k: min(avail[k], max(min_rows, int(round(c * size)))) for k, c in capped.items()}
+        new = free + sum(keep.values())
+        if new >= size:
+            break
+        size = new
+    chosen: set[int] = set()
+    for k, idx in by_kind.items():
+        if k not in keep:
+            chosen.update(idx)
+            continue
+        order = sorted(idx, key=lambda i: _unit("cap", seed, k, samples[i]["meta"].get("session_id"),
+                                                samples[i]["meta"].get("step"), i))
+        chosen.update(order[:keep[k]])
+    out = [s for i, s in enumerate(samples) if i in chosen]
+    got = Counter(str(s["meta"].get("kind")) for s in out)
+    reached = {k: round(v / len(out), 3) for k, v in sorted(got.items())} if out else {}
+    return out, {"caps": {k: round(v, 3) for k, v in sorted(caps.items())}, "available": avail,
+                 "rows": dict(sorted(got.items())), "reached": reached}
 
 
 def order_by_stage(samples: list[dict], stages: list[Stage]) -> list[dict]:

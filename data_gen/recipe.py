@@ -73,8 +73,12 @@ class Mixture(BaseConfig):
     listed share what is left in their natural proportion, a kind no source supplied is
     reported and its share goes to the others, and a row is repeated at most ``max_repeat``
     times (so a scarce kind caps the size of the split rather than being copied without
-    end). The manifest and the card report the shares reached. Eval splits keep their
-    natural mix (no row repeated in an eval).
+    end). The manifest and the card report the shares reached.
+
+    Evaluation splits (validation, test, heldout) are never repeated or filled: ``eval_caps``
+    gives the most share a kind may hold in each of them, and surplus rows of a capped kind
+    are sampled out (never below ``eval_min_rows`` rows of it); uncapped kinds are kept
+    whole. So the curriculum as a whole, not only train, keeps the recipe's balance.
     """
 
     kind: dict[str, float] = Field(default_factory=dict)
@@ -83,6 +87,9 @@ class Mixture(BaseConfig):
     window: dict[str, float] = Field(default_factory=dict)
     shares: dict[str, float] = Field(default_factory=dict, description="target share of train rows per kind")
     max_repeat: int = Field(3, ge=1, description="most copies of one row that shares may make")
+    eval_caps: dict[str, float] = Field(default_factory=dict,
+                                        description="most share of an eval split a kind may hold (surplus sampled out)")
+    eval_min_rows: int = Field(10, ge=0, description="rows of a capped kind an eval split keeps at least")
 
     @model_validator(mode="after")
     def _shares(self) -> Mixture:
@@ -91,6 +98,11 @@ class Mixture(BaseConfig):
             raise ValueError(f"mixture.shares: unknown kind(s) {unknown}; kinds are {list(KINDS)}")
         if any(v < 0 for v in self.shares.values()) or sum(self.shares.values()) > 1 + 1e-9:
             raise ValueError("mixture.shares: shares are non-negative and sum to at most 1")
+        bad = sorted(set(self.eval_caps) - set(KINDS))
+        if bad:
+            raise ValueError(f"mixture.eval_caps: unknown kind(s) {bad}; kinds are {list(KINDS)}")
+        if any(not 0 < v <= 1 for v in self.eval_caps.values()) or sum(self.eval_caps.values()) >= 1:
+            raise ValueError("mixture.eval_caps: caps are in (0, 1] and sum to less than 1")
         if self.shares and self.kind:
             raise ValueError("mixture: give kind weights or kind shares, not both")
         return self

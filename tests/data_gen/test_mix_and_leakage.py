@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from data_gen.curriculum import sample_to_shares
+from data_gen.curriculum import cap_shares, sample_to_shares
 from data_gen.recipe import EVAL_MIRRORS, DataRecipe, Mixture, Split, leaks
 from plumbing.recipe_loader import load_config
 
@@ -53,11 +53,33 @@ def test_a_kind_no_source_supplied_is_reported_and_its_share_redistributed():
     assert got["emergency"] / len(out) == pytest.approx(0.25 / (0.25 + 0.75), abs=0.03)
 
 
+def test_eval_caps_sample_out_surplus_rows_only():
+    rows = _rows(ordinary=100, emergency=60, refusal=30, nudged_compress=10)
+    out, rep = cap_shares(rows, {"emergency": 0.2, "ordinary": 0.25}, 10, seed=0)
+    got = Counter(r["meta"]["kind"] for r in out)
+    assert got["refusal"] == 30 and got["nudged_compress"] == 10  # uncapped kinds kept whole
+    assert got["emergency"] / len(out) <= 0.2 + 0.02 and got["ordinary"] / len(out) <= 0.25 + 0.02
+    assert len(out) == len({id(r) for r in out})  # no row repeated
+    assert [r for r in rows if any(r is o for o in out)] == out  # order kept
+    assert rep["rows"] == dict(sorted(got.items())) and rep["available"]["emergency"] == 60
+    again, _ = cap_shares(rows, {"emergency": 0.2, "ordinary": 0.25}, 10, seed=0)
+    assert [id(r) for r in again] == [id(r) for r in out]
+    # The floor: a capped kind keeps at least min_rows rows (all it has, if fewer).
+    few = _rows(ordinary=30, emergency=12, refusal=2)
+    out, _ = cap_shares(few, {"emergency": 0.2, "ordinary": 0.25}, 10, seed=0)
+    got = Counter(r["meta"]["kind"] for r in out)
+    assert got == {"ordinary": 10, "emergency": 10, "refusal": 2}
+
+
 def test_bad_shares_are_config_errors():
     with pytest.raises(ValueError, match="unknown kind"):
         Mixture(shares={"nudge": 0.2})
     with pytest.raises(ValueError, match="at most 1"):
         Mixture(shares={"refusal": 0.7, "ordinary": 0.6})
+    with pytest.raises(ValueError, match="eval_caps: unknown kind"):
+        Mixture(eval_caps={"nudge": 0.2})
+    with pytest.raises(ValueError, match="sum to less than 1"):
+        Mixture(eval_caps={"emergency": 0.6, "ordinary": 0.5})
 
 
 def test_leaks_names_a_mirrored_family_trained_on():
