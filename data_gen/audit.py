@@ -13,7 +13,11 @@ shown, not at what the labeler knew.
 * an **invisible boundary**: a compress target's ``startId``/``endId`` that is not a
   visible ref (message refs) or whose block id appears nowhere in the context (block ids);
 * a **silent nudge**: a row whose context ends with a nudge while its target neither
-  compresses nor says a word about it.
+  compresses nor says a word about it;
+* **summary lines** (``data_gen.summary_figures``): content lines of every summary a
+  target writes, how many are a bare value or under four words, how many summaries repeat
+  a line, and how many ``KEY=value`` items are altered (no message of the row's context
+  sets that key to that full value).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from .summary_figures import bare_value, content_lines, exact_items, setting_in
 
 __all__ = ["audit", "compress_ranges", "invisible_boundaries", "nudge_of", "read_rows", "visible_refs"]
 
@@ -121,6 +127,20 @@ def audit(rows: list[dict]) -> dict[str, Any]:
         for rg in compress_ranges(r):
             header_figures += sum(1 for ln in rg["summary"].split("\n")
                                   if re.fullmatch(r"[-*•\s]*[\d.,]+[xK%]?\s*", ln.strip()) and ln.strip())
+    lines = short = bare = dup = altered = values = 0
+    for r in compress_rows:
+        context = _context_text(r).replace("\\n", "\n").replace('\\"', '"')
+        for rg in compress_ranges(r):
+            cl = content_lines(rg.get("summary") or "")
+            lines += len(cl)
+            short += sum(1 for ln in cl if len(ln.split()) < 4)
+            bare += sum(1 for ln in cl if bare_value(ln))
+            dup += len(set(cl)) < len(cl)
+            for cls, text in exact_items(rg.get("summary") or ""):
+                if cls == "exact_values":
+                    values += 1
+                    key, _, value = text.partition("=")
+                    altered += not setting_in(key, value, context)
     return {
         "rows": len(rows),
         "kinds": dict(sorted(kinds.items())),
@@ -134,6 +154,12 @@ def audit(rows: list[dict]) -> dict[str, Any]:
         "tier_bare_figure_lines": header_figures,
         "silent_nudge_rows": sum(1 for r in rows if _silent(r)),
         "urgent_nudge_not_compressed": len(urgent_ignored),
+        "summary_lines": lines,
+        "bare_value_line_share": round(bare / lines, 4) if lines else 0.0,
+        "under_four_words_line_share": round(short / lines, 4) if lines else 0.0,
+        "summaries_with_duplicate_lines": dup,
+        "key_values": values,
+        "altered_key_values": altered,
     }
 
 

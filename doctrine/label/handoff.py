@@ -88,6 +88,18 @@ def short(text: str, limit: int) -> str:
     return (cut[:sp] if sp > limit // 2 else cut).rstrip(" ,;:") + "..."
 
 
+def code(text: str, limit: int) -> str:
+    """``text`` quoted verbatim: whole when it fits in ``limit``, else a verbatim prefix (cut
+    at a space) with the ellipsis outside the quote, so whatever is quoted occurs as such in
+    the source."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return f"`{line}`"
+    cut = line[:limit]
+    sp = cut.rfind(" ")
+    return f"`{(cut[:sp] if sp > limit // 2 else cut).rstrip(' ,;:')}`..."
+
+
 _REFS = re.compile(r"\((m\d{5})(?:, m\d{5})*\)")
 
 
@@ -230,7 +242,7 @@ def _edit_sentence(args: dict[str, Any], result: str, verb: str) -> tuple[str, l
             tail = ", with the tests " + ", ".join(f'"{t}"' for t in tests)
         else:
             first = next((ln.strip() for ln in body if ln.strip() and not ln.strip().startswith(("import", "from", "#", "//"))), "")
-            tail = f", a new file of {len(body)} lines starting with `{short(first, 100)}`" if first else ", an empty file"
+            tail = f", a new file of {len(body)} lines starting with {code(first, 100)}" if first else ", an empty file"
         todos = [f"TODO in {path}: {m.group('body').strip()}" for ln in body for m in [_TODO.search(ln)] if m]
         return f"Created {path}{tail}", todos
     if new is None:
@@ -238,18 +250,18 @@ def _edit_sentence(args: dict[str, Any], result: str, verb: str) -> tuple[str, l
     old_lines = {" ".join(x.split()) for x in old.split("\n")}
     changed = [ln for ln in new.split("\n") if " ".join(ln.split()) not in old_lines and ln.strip()]
     todos = [f"TODO in {path}: {m.group('body').strip()}" for ln in changed for m in [_TODO.search(ln)] if m]
-    code = [ln.strip() for ln in changed if not ln.strip().startswith(("#", "//"))]
-    if not code:
+    lines = [ln.strip() for ln in changed if not ln.strip().startswith(("#", "//"))]
+    if not lines:
         return f"{verb} {path}, changing comments only", todos
     where = path
     for row in result.split("\n"):
         m = _CAT_N.match(row)
-        if m and m.group("code").strip() == code[0]:
+        if m and m.group("code").strip() == lines[0]:
             where = f"{path}:{m.group('n')}"
             break
-    more = [c for c in code[1:] if re.search(r"[=:]\s*[\"']?\d", c)][:2]  # changed values, too
-    tail = "".join(f", and `{short(c, 120)}`" for c in more)
-    return f"{verb} {where}: the line now reads `{short(code[0], 160)}`{tail}", todos
+    more = [c for c in lines[1:] if re.search(r"[=:]\s*[\"']?\d", c)][:2]  # changed values, too
+    tail = "".join(f", and {code(c, 120)}" for c in more)
+    return f"{verb} {where}: the line now reads {code(lines[0], 160)}{tail}", todos
 
 
 _BANNER = re.compile(r"^\[(?:Restored|assistant|user|tool|system)\b")
@@ -299,7 +311,7 @@ def _diff_changes(out: str) -> list[str]:
             hunk = m.group(1)
             continue
         if hunk is not None and row.startswith("+") and row[1:].strip():
-            found.append((not _SIG.match(row[1:]), len(found), f"`{short(row[1:].strip(), 120)}` in the hunk at {path}:{hunk}"))
+            found.append((not _SIG.match(row[1:]), len(found), f"{code(row[1:].strip(), 120)} in the hunk at {path}:{hunk}"))
     return [f for _d, _n, f in sorted(found)[:4]]
 
 
@@ -311,9 +323,9 @@ def _restored_sentence(out: str, ref: str, tool: str) -> str:
     lines = [(_CAT_N.match(r).group("code") if _CAT_N.match(r) else r).strip() for r in out.split("\n")]
     lines = [ln for ln in lines if ln and not _BANNER.match(ln)]
     errors, where = _errors(out)
-    items: list[str] = [f"`{short(e, 160)}`" + (f" at {where}" if where and n == 0 else "") for n, e in enumerate(errors[:2])]
-    items += [f"`{short(ln.rstrip('{').strip(), 90)}`" for ln in lines if _SIG.match(ln) or _CONST_LINE.match(ln)][:5]
-    items += [f"`{short(ln.rstrip(','), 60)}`" for ln in lines if _CFG_ROW.match(ln)][:4]
+    items: list[str] = [f"{code(e, 160)}" + (f" at {where}" if where and n == 0 else "") for n, e in enumerate(errors[:2])]
+    items += [f"{code(ln.rstrip('{').strip(), 90)}" for ln in lines if _SIG.match(ln) or _CONST_LINE.match(ln)][:5]
+    items += [f"{code(ln.rstrip(','), 60)}" for ln in lines if _CFG_ROW.match(ln)][:4]
     items += [f"`{k}`" for k in dict.fromkeys(m.group(0) for ln in lines for m in _KNOB.finditer(ln))][:2]
     items = list(dict.fromkeys(items))[:10]
     verb = "Searched the folded history" if tool == "search_context" else "Restored a folded block"
@@ -347,13 +359,13 @@ def _view_sentence(path: str, out: str, ref: str, verb: str, purpose: str) -> st
     if _CONFIG_EXT.search(path):
         picked = [r.rstrip(",") for r in rows if _CFG_ROW.match(r)][:4]
         if picked:
-            return f"{verb} {path} ({ref}){why}; it sets " + ", ".join(f"`{short(p, 80)}`" for p in picked) + "."
+            return f"{verb} {path} ({ref}){why}; it sets " + ", ".join(f"{code(p, 80)}" for p in picked) + "."
     knobs = list(dict.fromkeys(m.group(0) for r in rows for m in _KNOB.finditer(r)))[:2]
     uses = f"; it uses {' and '.join(f'`{k}`' for k in knobs)}" if knobs else ""
     sigs = sorted((r for r in rows if _SIG.match(r)), key=lambda r: not re.match(
         r"(?:export\s+)?(?:async\s+)?(?:def|class|function|fn|func|interface)\b", r))[:6]
     if sigs:
-        return (f"{verb} {path} ({ref}){why}; it defines " + ", ".join(f"`{short(x.rstrip('{:').strip(), 90)}`"
+        return (f"{verb} {path} ({ref}){why}; it defines " + ", ".join(f"{code(x.rstrip('{:').strip(), 90)}"
                                                                       for x in sigs)
                 + uses + ".")
     if uses:
@@ -436,7 +448,7 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
             errors, where = _errors(out)
             counts = _counts(out)
             diff = _diff_changes(out)
-            what = f"`{short(_CD.sub('', cmd), 90)}`" if cmd else f"the {name} tool"
+            what = f"{code(_CD.sub('', cmd), 90)}" if cmd else f"the {name} tool"
             if name in ("decompress", "search_context"):
                 # A restore: what matters is what the restored text says, not that a tool ran.
                 rd.add("steps", _restored_sentence(out, ref, name), 1)
@@ -449,9 +461,9 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
             if errors:
                 at = f" at {where}" if where else ""
                 verb = "it records" if name in ("decompress", "search_context") else "it failed with"
-                parts.append(f"{verb} `{short(errors[0], 200)}`{at}")
+                parts.append(f"{verb} {code(errors[0], 200)}{at}")
                 for extra in errors[1:8]:
-                    parts.append(f"also `{short(extra, 160)}`")
+                    parts.append(f"also {code(extra, 160)}")
             if diff:
                 parts.append("the diff adds " + "; ".join(diff))
             pins = list(dict.fromkeys("".join(p) for p in _PIN.findall(out)))[:8]
@@ -460,7 +472,7 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
             hits = [_GREP_HIT.match(r.strip()) for r in out.split("\n")]
             hits = [h for h in hits if h][:5]
             if hits and not errors:
-                parts.append("it found " + "; ".join(f"`{short(h.group('text').strip().replace('`', chr(39)), 80)}` "
+                parts.append("it found " + "; ".join(f"{code(h.group('text').strip().replace('`', chr(39)), 120)} "
                                                       f"at {h.group('path')}:{h.group('line')}" for h in hits))
             nxt = messages[i + 1] if i + 1 < len(messages) else None
             remark = clean(nxt.text) if nxt is not None and nxt.role == "assistant" and nxt.content_type == "text" else ""
@@ -494,7 +506,7 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
             for t in todos:
                 rd.add("open", t, 1, True)
         elif cmd:
-            rd.add("steps", f"{verbs['ran']} `{short(_CD.sub('', cmd), 90)}` ({ref_of(call)}); its result "
+            rd.add("steps", f"{verbs['ran']} {code(_CD.sub('', cmd), 90)} ({ref_of(call)}); its result "
                             "comes after this range.", 2)
 
     # Ground-truth facts of the range that no line carries yet are kept verbatim, with where

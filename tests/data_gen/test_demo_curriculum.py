@@ -20,17 +20,41 @@ from data_gen.audit import (
 )
 from data_gen.build import build_curriculum
 from data_gen.recipe import DataRecipe
+from data_gen.summary_figures import exact_items, missing_items
+from doctrine.label.sources import range_sources
 from plumbing.recipe_loader import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def build(tmp_path_factory):
+    """The built demo curriculum, and every compress range the labeler wrote while building
+    it with the text the kernel folds for that range (its source)."""
+    import data_gen.replay as replay
+
+    real, ranges = replay.replay_session, []
+
+    def recording(*args, **kwargs):
+        for sample in real(*args, **kwargs):
+            act = sample.label.action
+            if act.get("type") == "compress":
+                content = act["args"]["content"]
+                for r, src in zip(content, range_sources(sample.point, content), strict=True):
+                    ranges.append((sample.meta["kind"], sample.meta["session_id"], r, src))
+            yield sample
+
     out = tmp_path_factory.mktemp("demo") / "data"
-    build_curriculum(load_config(ROOT / "configs/data/demo.yaml", DataRecipe, []), out, log=lambda *a: None,
-                     progress=False)
-    return out
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(replay, "replay_session", recording)
+        build_curriculum(load_config(ROOT / "configs/data/demo.yaml", DataRecipe, []), out,
+                         log=lambda *a: None, progress=False)
+    return out, ranges
+
+
+@pytest.fixture(scope="module")
+def built(build):
+    return build[0]
 
 
 @pytest.fixture(scope="module")
@@ -86,10 +110,40 @@ def test_one_lesson_per_situation(rows):
     assert tiers and all(len(x["sources"]) >= 2 for r in tiers for x in r["meta"]["ranges"])
 
 
-def test_the_train_mix_follows_the_recipe(rows):
-    train = [r for r in rows if r["meta"]["split"] == "train"]
-    shares = audit(train)["shares"]
+@pytest.mark.parametrize("which", ["all", "train"])
+def test_the_mix_follows_the_recipe(rows, which):
+    # The curriculum as a whole (eval splits capped, never repeated) and its train split.
+    sel = [r for r in rows if which == "all" or r["meta"]["split"] == which]
+    shares = audit(sel)["shares"]
     assert shares.get("nudged_compress", 0) + shares.get("refusal", 0) >= 0.2, shares
     assert shares.get("spontaneous_compress", 0) > 0, shares
     assert shares.get("emergency", 0) <= 0.25, shares
+    train = [r for r in rows if r["meta"]["split"] == "train"]
     assert not {r["meta"]["family"] for r in train} & {"ts_repo", "data_analysis"}  # held out
+
+
+def test_the_eval_splits_keep_every_kind_they_had(rows):
+    # The held-out eval reads test/heldout per kind: capping leaves each kind some rows.
+    for split in ("test", "heldout"):
+        kinds = audit([r for r in rows if r["meta"]["split"] == split])["kinds"]
+        assert {"emergency", "ordinary", "refusal", "nudged_compress", "tier2"} <= set(kinds), (split, kinds)
+        assert kinds["emergency"] >= 10 and kinds["ordinary"] >= 10, (split, kinds)
+
+
+def test_summary_lines_read_as_notes(rows):
+    fig = audit(rows)
+    assert fig["summary_lines"] > 500
+    assert fig["bare_value_line_share"] < 0.02, fig
+    assert fig["under_four_words_line_share"] < 0.25, fig
+    assert fig["summaries_with_duplicate_lines"] == 0, fig
+    assert fig["key_values"] > 50 and fig["altered_key_values"] == 0, fig
+
+
+def test_every_exact_item_occurs_in_its_source(build):
+    _, ranges = build
+    assert len(ranges) > 200
+    classes = {cls for _, _, r, _ in ranges for cls, _ in exact_items(r["summary"])}
+    assert classes == {"paths_with_lines", "error_strings", "exact_values", "signatures"}, classes
+    bad = [(kind, sid, r["startId"], r["endId"], missing_items(r["summary"], src)) for kind, sid, r, src in ranges
+           if missing_items(r["summary"], src)]
+    assert not bad, bad[:5]
