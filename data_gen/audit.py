@@ -15,8 +15,8 @@ shown, not at what the labeler knew.
 * a **silent nudge**: a row whose context ends with a nudge while its target neither
   compresses nor says a word about it;
 * **summary lines** (``data_gen.summary_figures``): content lines of every summary a
-  target writes, how many are a bare value or under four words, how many summaries repeat
-  a line, and how many ``KEY=value`` items are altered (no message of the row's context
+  target writes, how many are a bare value or under four words or leave a quote open (a
+  cut inside a quoted item), how many summaries repeat a line, and how many ``KEY=value`` items are altered (no message of the row's context
   sets that key to that full value).
 """
 
@@ -127,7 +127,7 @@ def audit(rows: list[dict]) -> dict[str, Any]:
         for rg in compress_ranges(r):
             header_figures += sum(1 for ln in rg["summary"].split("\n")
                                   if re.fullmatch(r"[-*•\s]*[\d.,]+[xK%]?\s*", ln.strip()) and ln.strip())
-    lines = short = bare = dup = altered = values = 0
+    lines = short = bare = dup = altered = values = unclosed = 0
     for r in compress_rows:
         context = _context_text(r).replace("\\n", "\n").replace('\\"', '"')
         for rg in compress_ranges(r):
@@ -135,6 +135,7 @@ def audit(rows: list[dict]) -> dict[str, Any]:
             lines += len(cl)
             short += sum(1 for ln in cl if len(ln.split()) < 4)
             bare += sum(1 for ln in cl if bare_value(ln))
+            unclosed += sum(1 for ln in cl if ln.count("`") % 2)
             dup += len(set(cl)) < len(cl)
             for cls, text in exact_items(rg.get("summary") or ""):
                 if cls == "exact_values":
@@ -157,6 +158,7 @@ def audit(rows: list[dict]) -> dict[str, Any]:
         "summary_lines": lines,
         "bare_value_line_share": round(bare / lines, 4) if lines else 0.0,
         "under_four_words_line_share": round(short / lines, 4) if lines else 0.0,
+        "unclosed_quote_lines": unclosed,
         "summaries_with_duplicate_lines": dup,
         "key_values": values,
         "altered_key_values": altered,

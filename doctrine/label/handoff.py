@@ -91,8 +91,11 @@ def short(text: str, limit: int) -> str:
 def code(text: str, limit: int) -> str:
     """``text`` quoted verbatim: whole when it fits in ``limit``, else a verbatim prefix (cut
     at a space) with the ellipsis outside the quote, so whatever is quoted occurs as such in
-    the source."""
+    the source (text holding a backtick: its longest part without one)."""
     line = " ".join(text.split())
+    if "`" in line:  # a quote cannot hold a backtick: its longest backtick-free part, marked cut
+        part = max((p.strip() for p in line.split("`")), key=len)
+        return code(part, limit).rstrip(".") + "..."
     if len(line) <= limit:
         return f"`{line}`"
     cut = line[:limit]

@@ -18,13 +18,33 @@ def rng_for(seed: int, *parts: object) -> random.Random:
 
 
 def short(text: str, limit: int = 70) -> str:
-    """One line of ``text``, cut at a word boundary."""
+    """One line of ``text``, cut at a word boundary; a quoted span is never left open (the
+    cut goes before it), so what stays quoted is verbatim."""
     line = " ".join(text.split())
     if len(line) <= limit:
         return line
     cut = line[:limit]
     sp = cut.rfind(" ")
-    return (cut[:sp] if sp > limit // 2 else cut) + "..."
+    cut = cut[:sp] if sp > limit // 2 else cut
+    if cut.count("`") % 2:
+        cut = cut[:cut.rfind("`")].rstrip()
+    return cut.rstrip(" ,;:") + "..."
+
+
+def clip(text: str, limit: int) -> str:
+    """One line of ``text`` in at most ``limit`` characters, cut where a clause ends (``; ``
+    or ``, `` outside a quoted span, in the second half) so the line still reads as a
+    sentence; :func:`short` where no clause ends in reach."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    for sep in ("; ", ", "):
+        k = line.rfind(sep, limit // 2, limit)
+        while k > 0 and line[:k].count("`") % 2:
+            k = line.rfind(sep, limit // 2, k)
+        if k > 0:
+            return line[:k].rstrip(".") + "."
+    return short(line, limit)
 
 
 REFUSALS = (

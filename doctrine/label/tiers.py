@@ -167,7 +167,10 @@ def _tier2_part(b: BlockSource, cands: list[tuple[int, str]], bullet: str, lo: i
         skel = _skeleton(text)
         if skel in seen:  # "helper_1", "helper_2"...: one of a series is enough
             continue
-        cand = lines + [bullet + ph.short(text, 150)]
+        line = bullet + ph.clip(text, 150)
+        if line in lines:  # two lines that differ only past the clip
+            continue
+        cand = lines + [line]
         if count("\n".join(cand)) <= aim or count("\n".join(lines)) < lo or len(lines) < 4:
             lines = cand
             seen.add(skel)
@@ -220,6 +223,8 @@ def _tier3_part(b: BlockSource, cands: list[tuple[int, str]], bullet: str, aim: 
     for i, outcome in enumerate(outcomes[:3]):
         art = _artifact(outcome, nested) or (ids[i] if i < len(ids) else (b.topic or b.block_id))
         fact = f"{bullet}[{art}] — {_outcome(outcome)}"
+        if fact in lines:  # two outcomes that read the same in a few words
+            continue
         if i >= 1 and count("\n".join(lines + [fact])) > aim:
             break
         lines.append(fact)
