@@ -45,6 +45,7 @@ class TeacherSource(BaseConfig):
     model: str = "teacher"
     api_key_env: str | None = Field(None, description="name of the env var holding the key (never the key)")
     timeout_s: float = 120.0
+    max_tokens: int = Field(768, ge=1, description="most tokens of one teacher reply")
 
 
 class Sources(BaseConfig):

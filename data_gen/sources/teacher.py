@@ -163,4 +163,4 @@ def make_teacher_labeler(cfg, counts: Counter) -> TeacherLabeler:
 
     backend = OpenAIBackend(base_url=cfg.base_url, model=cfg.model, api_key_env=cfg.api_key_env,
                             timeout_s=cfg.timeout_s)
-    return TeacherLabeler(backend, model_name=cfg.model, counts=counts)
+    return TeacherLabeler(backend, model_name=cfg.model, max_tokens=cfg.max_tokens, counts=counts)
