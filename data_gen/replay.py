@@ -304,6 +304,20 @@ def view_refs(point: DecisionPoint) -> list[list[str]]:
     return out
 
 
+def _kernel_input(point: DecisionPoint, label: Any) -> dict[str, Any]:
+    """The turn's kernel input (``doctrine.snapshot``), so evaluation can apply a reply to the
+    same state; a recovery row adds the blocks holding the facts it needs and their texts."""
+    from doctrine.snapshot import kernel_snapshot
+
+    rec = (label.action or {}).get("recovery") if isinstance(getattr(label, "action", None), dict) else None
+    needed = None
+    if rec:
+        ids = set(rec.get("fact_ids") or [])
+        needed = {"blocks": list(rec.get("blocks") or []),
+                  "facts": [f.text for f in point.session.facts if f.id in ids]}
+    return kernel_snapshot(point.flat, point.state_before, point.profile, point.token_count, needed)
+
+
 def _sample(point: DecisionPoint, label: Any, system_prompt: str, tools: list[dict[str, Any]],
             common: dict[str, Any], step: Any) -> DecisionSample:
     chat = to_chat(point.view.messages)
@@ -320,6 +334,7 @@ def _sample(point: DecisionPoint, label: Any, system_prompt: str, tools: list[di
                   "voice": d.voice if point.nudge_shown else None},
         "token_count": point.token_count,
         "view_refs": view_refs(point),
+        "kernel_input": _kernel_input(point, label),
     })
     return DecisionSample(messages, copy.deepcopy(tools), meta, point=point, label=label)
 

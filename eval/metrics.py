@@ -45,7 +45,7 @@ def scripted_metrics(calls: list[dict[str, Any]], probes: list[dict[str, Any]], 
 # Metrics whose per-arm aggregate is a sum across cases; all others are means.
 SUMMED = {"calls", "model_calls", "billed_tokens", "prompt_tokens", "completion_tokens", "doctrine_tokens",
           "compressions_attempted", "compressions_succeeded", "refetches", "recovery_calls", "probes", "malformed_calls",
-          "kernel_errors", "window_overflows", "prefix_cache_hits", "prefix_cache_queries", "cases"}
+          "kernel_errors", "kernel_warnings", "recover_errors", "window_overflows", "prefix_cache_hits", "prefix_cache_queries", "cases"}
 
 
 def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -245,7 +245,7 @@ def paired_balanced(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]], 
 NON_INFERIORITY_METRICS = ("balanced_acc", "kind_correct", "compress_success", "conformance_passed",
                            "conformance_score", "tool_call_valid", "range_valid", "range_overlap",
                            "probe_score", "probe_accuracy", "accuracy", "evidence_survival",
-                           "summary_conformance")
+                           "summary_conformance", "recover_success")
 
 
 def non_inferiority(diff: dict[str, Any], margin: float) -> str:

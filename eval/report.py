@@ -50,9 +50,9 @@ SCRIPTED_COLS = ["cases", "calls", "model_calls", "billed_tokens", "mean_context
 MARATHON_COLS = SCRIPTED_COLS[:11] + ["probe_score", "deep_items_correct", "summary_conformance"] + SCRIPTED_COLS[11:]
 PROBES_COLS = ["cases", "questions", "accuracy", "evidence_survival", "model_calls", "billed_tokens", "mean_context",
                "peak_context", "compressions_succeeded", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
-HELD_OUT_COLS = ["cases", "balanced_acc", "compress_success", "kind_correct", "tool_call_valid", "range_valid", "range_overlap",
+HELD_OUT_COLS = ["cases", "balanced_acc", "compress_success", "recover_success", "kind_correct", "tool_call_valid", "range_valid", "range_overlap",
                  "conformance_score",
-                 "conformance_passed", "prompt_tokens", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
+                 "conformance_passed", "kernel_errors", "kernel_warnings", "prompt_tokens", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
 COLUMNS = {"scripted": SCRIPTED_COLS, "marathon": MARATHON_COLS, "probes": PROBES_COLS, "held_out": HELD_OUT_COLS}
 SESSION_WORKLOADS = ("marathon", "scripted")  # replayed sessions: context series and per-arm bars
 # The results-at-a-glance table: (column, workload, metric); "calls" columns come from every call.

@@ -37,6 +37,8 @@ def hint_policy(request: Request) -> dict[str, Any]:
 # near the top, these lazy ones must not.
 _RANGE = re.compile(r"\b(m\d{5})\s*[–-]\s*(m\d{5})\b")
 _BLOCK = re.compile(r"\b(b\d+)\b")
+_LISTED_BLOCK = re.compile(r"^\s+(b\d+)\b", re.M)
+_LISTED = re.compile(r"^\s+(m\d{5})(?:\s*[–-]\s*(m\d{5}))?\s+\d+ msgs?\b", re.M)
 
 
 def _nudge_text(request: Request) -> str | None:
@@ -58,11 +60,12 @@ def first_range_policy(request: Request) -> dict[str, Any]:
     text = _nudge_text(request)
     if text is None:
         return never_compress_policy(request)
-    m = _RANGE.search(text)
+    # A listed range is a line of its own (doctrine-mode nudges also quote example ranges).
+    m = _LISTED.search(text) or (None if _LISTED_BLOCK.search(text) else _RANGE.search(text))
     if m:
-        start, end = m.group(1), m.group(2)
+        start, end = m.group(1), m.group(2) or m.group(1)
     else:
-        b = _BLOCK.search(text)
+        b = _LISTED_BLOCK.search(text) or _BLOCK.search(text)
         if not b:
             return never_compress_policy(request)
         start = end = b.group(1)

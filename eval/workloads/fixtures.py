@@ -109,3 +109,53 @@ def held_out_rows(doctrine: Any, n: int = 6) -> list[dict[str, Any]]:
                               "doctrine_version": doctrine.version, "doctrine_sha256": doctrine.sha256,
                               "labeler": "fixture", "prompt_mode": "distilled"}})
     return rows
+
+
+# The smoke recipe's held-out rows: real data_gen rows (configs/eval/fixtures/held_out/test/rows.jsonl),
+# one replayed session, a row of each decision kind and two recoveries, each with its kernel input.
+FIXTURE_SESSION = ("log_triage", 0, 4096, "aggressive")  # family, seed, window, gate
+FIXTURE_PICKS = ("emergency", "tier2", "refusal", "ordinary", "recovery", "recovery")
+
+
+def held_out_fixture_rows(doctrine: Any) -> list[dict[str, Any]]:
+    """The rows of ``configs/eval/fixtures/held_out/test/rows.jsonl``: ``FIXTURE_SESSION``
+    replayed by data_gen, the first row of each kind in ``FIXTURE_PICKS`` (recoveries: the
+    search/decompress calls), in that order. Rewrite the file with
+    ``python -m eval.workloads.fixtures configs/eval/fixtures/held_out/test/rows.jsonl``."""
+    from data_gen.replay import replay_session
+    from data_gen.synthetic import generate
+
+    family, seed, window, gate = FIXTURE_SESSION
+    samples = list(replay_session(generate(family, seed), window=window, gate=gate, doctrine=doctrine))
+    out, used = [], set()
+    for kind in FIXTURE_PICKS:
+        for i, smp in enumerate(samples):
+            calls = smp.messages[-1].get("tool_calls") or []
+            if i in used or smp.meta["kind"] != kind or (kind == "recovery" and not calls):
+                continue
+            used.add(i)
+            out.append(json.loads(smp.to_json()))
+            break
+        else:
+            raise ValueError(f"{family} seed {seed} at {window} ({gate}) has no {kind} row left")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    from doctrine.runs import atomic_write_text
+    from doctrine.spec import resolve_doctrine
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m eval.workloads.fixtures OUT.jsonl", file=sys.stderr)
+        return 2
+    rows = held_out_fixture_rows(resolve_doctrine("v1"))
+    atomic_write_text(args[0], "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows))
+    print(f"{args[0]}: {len(rows)} rows")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

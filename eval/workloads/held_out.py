@@ -7,9 +7,11 @@ Rows are ``{messages, tools, meta}`` as data_gen writes them, read from
 ``distilled`` see it in distilled mode (rebuilt too when the row was rendered otherwise).
 
 Scores per row: decision kind (compress / refuse / recover / ordinary) against the label,
-tool-call validity, range validity (refs visible in the context, start before end) and
-overlap with the label's ranges, conformance of each summary (``doctrine.conform``) and
-prompt tokens (total and spent on doctrine text). The oracle backend answers with the
+tool-call validity, overlap with the label's ranges, prompt tokens (total and spent on
+doctrine text) and, for a row that records its kernel input, what the kernel did with the
+reply (``eval.workloads.applied``): range validity, kernel errors and warnings, the
+conformance (``doctrine.conform``) of each block's summary against what the kernel folded,
+and whether a recovery reached a needed block. Older rows resolve ranges from their refs. The oracle backend answers with the
 label itself: it is the upper reference and checks the scoring end to end.
 """
 
@@ -163,6 +165,9 @@ def decision_correct(label_kind: str, reply: dict[str, Any], target: dict[str, A
         return form in ("decline", "act")
     if label_kind == "ordinary":
         return form == reply_form(target, nudge_present)
+    if label_kind == "recover" and reply_form(target, nudge_present) != "recover":
+        # The turn after a restore: carry on with the restored detail, in the label's form.
+        return form == reply_form(target, nudge_present)
     return form == label_kind
 
 
@@ -265,10 +270,68 @@ def source_by_refs(context: list[dict[str, Any]], view_refs: Any, start: str, en
     return out
 
 
+def rebuild_row(row: dict[str, Any]) -> tuple[Any, str]:
+    """The row's kernel turn run again (``doctrine.snapshot.rebuild``) and how it went:
+    ``kernel`` (rebuilt, and its view is the row's context), ``refs`` (the row records no
+    kernel input: ranges are resolved from ``view_refs`` or the tags), ``mismatch`` (the
+    rebuilt view is not the row's context) or ``error: ...`` (the record is unusable)."""
+    from doctrine.kernel.chat import flatten
+    from doctrine.snapshot import rebuild
+
+    meta = row.get("meta") or {}
+    try:
+        rebuilt = rebuild(meta.get("kernel_input"))
+    except ValueError as exc:
+        return None, f"error: {exc}"
+    if rebuilt is None:
+        return None, "refs"
+    body = [m for m in row["messages"][:-1] if m.get("role") != "system"]
+    if (meta.get("nudge") or {}).get("shown") and body and body[-1].get("role") == "user":
+        body = body[:-1]
+
+    def shape(msgs: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [(m.role, m.content_type, m.text, m.tool_call_id) for m in flatten(msgs)]
+
+    try:
+        same = shape(body) == shape(rebuilt.chat)
+    except ValueError:
+        same = False
+    return (rebuilt, "kernel") if same else (None, "mismatch")
+
+
+def _score_applied(out: dict[str, Any], reply: dict[str, Any], rebuilt: Any, doctrine: Any) -> None:
+    """Compress scores from the kernel's own application of the reply (see eval.workloads.applied)."""
+    from doctrine.conform import check_summary
+    from eval.workloads.applied import apply_compress
+
+    applied = apply_compress(rebuilt, reply)
+    out["range_valid"] = bool(applied.ranges) and not applied.errors and len(applied.blocks) == applied.ranges
+    out["kernel_errors"] = len(applied.errors)
+    out["kernel_warnings"] = len(applied.warnings)
+    out["blocks_created"] = len(applied.blocks)
+    out["kernel_messages"] = applied.errors + applied.warnings
+    scores, passed = [], []
+    for _s, _e, summary, tier, source in applied.blocks:
+        try:
+            rep = check_summary(source, summary, tier=tier if tier in (1, 2, 3) else 1, doctrine=doctrine)
+        except (ValueError, TypeError):
+            continue
+        scores.append(rep.score)
+        passed.append(rep.passed)
+    if scores:
+        out["conformance_score"] = sum(scores) / len(scores)
+        out["conformance_passed"] = all(passed)
+    out["_summaries_passed"] = len([p for p in passed if p])
+    out["_ranges"] = applied.ranges
+
+
 def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dict[str, Any]],
                 tools: list[dict[str, Any]], parse_errors: list[str], nudge_present: bool,
-                label_kind: str, doctrine: Any, view_refs: Any = None, nudge_tier: int | None = None) -> dict[str, Any]:
-    """Decision-kind, validity, overlap and conformance scores of one reply."""
+                label_kind: str, doctrine: Any, view_refs: Any = None, nudge_tier: int | None = None,
+                rebuilt: Any = None) -> dict[str, Any]:
+    """Decision-kind, validity, overlap and conformance scores of one reply. With ``rebuilt``
+    (the row's kernel turn, :func:`rebuild_row`) a compress or recovery reply is applied to
+    it and scored by what the kernel did; without, ranges are resolved from the refs."""
     from doctrine.conform import check_summary
 
     pred = classify(reply, nudge_present)
@@ -292,6 +355,16 @@ def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dic
     out: dict[str, Any] = {"label_kind": label_kind, "pred_kind": pred, "reply_form": reply_form(reply, nudge_present),
                            "kind_correct": correct,
                            "tool_call_valid": valid, "tool_calls": len(reply.get("tool_calls") or [])}
+    if pred == "compress" and rebuilt is not None:
+        _score_applied(out, reply, rebuilt, doctrine)
+        label_ranges, _ = compress_ranges(target)
+        if label_ranges:
+            out["range_overlap"] = range_overlap([(s, e) for s, e, _ in ranges], [(s, e) for s, e, _ in label_ranges])
+        n_passed, n_ranges = out.pop("_summaries_passed"), out.pop("_ranges")
+        if label_kind == "compress":
+            out["compress_success"] = bool(valid and out["range_valid"] and out.get("conformance_passed")
+                                           and n_passed == n_ranges == len(ranges))
+        return _recovery_scores(out, reply, rebuilt, label_kind, pred)
     if pred == "compress":
         text = "\n".join(m.get("content") or "" for m in context) + json.dumps(context)
         visible = set(re.findall(r"\b[mb]\d+\b", text))
@@ -329,6 +402,26 @@ def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dic
         # whose every summary passes the checker. Anything else (a plain reply included) is 0.
         out["compress_success"] = bool(pred == "compress" and valid and out.get("range_valid")
                                        and out.get("conformance_passed") and len(passed) == len(ranges))
+    return _recovery_scores(out, reply, rebuilt, label_kind, pred)
+
+
+def _recovery_scores(out: dict[str, Any], reply: dict[str, Any], rebuilt: Any, label_kind: str,
+                     pred: str) -> dict[str, Any]:
+    """A recovery reply run on the rebuilt state: ``recover_success`` on recovery-labelled
+    rows (a plain reply or a compress there is 0), ``recover_errors`` for failed calls."""
+    if rebuilt is None or (label_kind != "recover" and pred != "recover"):
+        return out
+    if pred == "recover":
+        from eval.workloads.applied import apply_recovery
+
+        rec = apply_recovery(rebuilt, reply)
+        out["recover_errors"] = rec["recover_errors"]
+        out["restored"] = rec["restored"]
+        ok = rec["recover_success"]
+    else:
+        ok = False
+    if label_kind == "recover" and (rebuilt.needed or {}).get("blocks"):
+        out["recover_success"] = bool(ok)
     return out
 
 
@@ -402,10 +495,15 @@ def run_row(row: dict[str, Any], arm: str, ctx: RunContext) -> dict[str, Any]:
     doctrine_tokens = count(frame.doctrine_text)
     if notes["nudge_present"]:
         doctrine_tokens += count(context[-1].get("content") or "")
+    rebuilt, scored_by = rebuild_row(row)
     scores = score_reply(comp.message, target, context, tools, comp.parse_errors, notes["nudge_present"],
                          label_kind, doc, view_refs=meta.get("view_refs"),
-                         nudge_tier=meta["nudge"].get("tier") if isinstance(meta.get("nudge"), dict) else None)
+                         nudge_tier=meta["nudge"].get("tier") if isinstance(meta.get("nudge"), dict) else None,
+                         rebuilt=rebuilt)
+    kernel_messages = scores.pop("kernel_messages", [])
+    scores["scored_by"] = scored_by
     rec = call_record("decision", req, comp)
+    rec["kernel_errors"] = kernel_messages
     rec["doctrine_tokens"] = doctrine_tokens
     rec["retained_tokens"] = comp.prompt_tokens
     metrics = {**scores, "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,

@@ -56,7 +56,7 @@ def test_smoke_end_to_end(smoke_run, tmp_path):
     assert set(data["workloads"]["scripted"]["arms"]) == {
         "full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", "auto_compact", "micro_auto",
         "deterministic", "doctrine", "base_slim", "distilled"}
-    assert set(data["workloads"]["held_out"]["by_kind"]["doctrine"]) == {"compress", "refuse", "ordinary"}
+    assert set(data["workloads"]["held_out"]["by_kind"]["doctrine"]) == {"compress", "refuse", "ordinary", "recover"}
     md = (rep / "report.md").read_text()
     assert "**complete**" in md and "| doctrine |" in md
     rm = json.loads((rep / "manifest.json").read_text())

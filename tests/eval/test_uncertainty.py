@@ -64,7 +64,8 @@ def policy_reports(tmp_path_factory):
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr[-2000:]
         out[name] = (json.loads((run.parent / "report" / "report.json").read_text()),
-                     (run.parent / "report" / "report.md").read_text())
+                     (run.parent / "report" / "report.md").read_text(),
+                     [json.loads(p.read_text()) for p in run.glob("cases/*/held_out.*.json")])
     return out
 
 
@@ -76,13 +77,21 @@ def test_the_decision_metric_separates_the_oracle_from_never_compressing(policy_
         # The labels themselves pass the checker and succeed as compress calls; declining does not.
         assert oracle["conformance_passed"] >= 0.9 and oracle["compress_success"] >= 0.9
         assert never["compress_success"] == 0.0
+        # Replies are applied to each row's rebuilt kernel state: the labels apply cleanly and
+        # restore the needed block; declining restores nothing.
+        assert oracle["kernel_errors"] == 0 and oracle["recover_success"] >= 0.9
+        assert never["recover_success"] == 0.0
         # Compressing the first listed range with a one-line note is a compress, not a good one.
         lazy = policy_reports["first_range"][0]["workloads"]["held_out"]["arms"][arm]
         assert lazy["compress_success"] <= 0.5 < oracle["compress_success"]
+        assert lazy["kernel_errors"] >= 1  # its one-line summary of a block range is too short
+    for name in ("oracle", "never_compress", "first_range"):
+        cases = policy_reports[name][2]
+        assert {c["metrics"]["scored_by"] for c in cases} == {"kernel"}
 
 
 def test_report_carries_intervals_and_pairs(policy_reports):
-    data, md = policy_reports["never_compress"]
+    data, md, _ = policy_reports["never_compress"]
     held = data["workloads"]["held_out"]["arms"]
     for arm in ("doctrine", "base_slim", "distilled"):
         lo, hi = held[arm]["ci95"]["kind_correct"]

@@ -1,0 +1,109 @@
+"""Held-out replies scored by applying them to the row's kernel state (eval.workloads.applied)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.backends.oracle import OracleBackend
+from eval.workloads.base import RunContext
+from eval.workloads.fixtures import held_out_fixture_rows
+from eval.workloads.held_out import load_rows, rebuild_row, run_row
+
+FIXTURE = Path(__file__).resolve().parents[2] / "configs" / "eval" / "fixtures" / "held_out"
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return {r["meta"]["kind"] + ("_search" if "query" in json.dumps(r["messages"][-1].get("tool_calls")) else ""): r
+            for r in load_rows(FIXTURE, "test")}
+
+
+def _call(name, args):
+    return {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "x1", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]}
+
+
+def _compress(start, end, summary):
+    return _call("compress", {"topic": "t", "content": [{"startId": start, "endId": end, "summary": summary}]})
+
+
+def _run(row, reply, doctrine, arm="base_slim"):
+    res = run_row(row, arm, RunContext(OracleBackend(policy=lambda req: reply), doctrine))
+    return res["metrics"], res["calls"][0]
+
+
+def test_the_fixture_file_is_what_data_gen_builds(doctrine):
+    # The smoke rows are real replayed rows; regenerate with python -m eval.workloads.fixtures FILE.
+    lines = (FIXTURE / "test" / "rows.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(x) for x in lines] == held_out_fixture_rows(doctrine)
+
+
+def test_every_row_rebuilds_to_the_context_it_shows(rows):
+    for row in rows.values():
+        rebuilt, how = rebuild_row(row)
+        assert how == "kernel" and rebuilt is not None
+    bad = copy.deepcopy(rows["refusal"])
+    bad["messages"][1]["content"] += " (edited)"
+    assert rebuild_row(bad) == (None, "mismatch")
+    old = copy.deepcopy(rows["refusal"])
+    del old["meta"]["kernel_input"]
+    assert rebuild_row(old) == (None, "refs")
+    broken = copy.deepcopy(rows["refusal"])
+    broken["meta"]["kernel_input"]["profile"]["sha256"] = "0" * 64
+    assert rebuild_row(broken)[1].startswith("error: kernel_input: serving profile")
+
+
+@pytest.mark.parametrize("arm", ["doctrine", "base_slim"])
+def test_the_labels_apply_cleanly(rows, doctrine, arm):
+    for kind, row in rows.items():
+        m, rec = _run(row, row["messages"][-1], doctrine, arm)
+        assert m["scored_by"] == "kernel" and m["kind_correct"], kind
+        if m["label_kind"] == "compress":
+            assert m["compress_success"] and m["blocks_created"] == 1 and m["kernel_errors"] == 0, kind
+            assert rec["kernel_errors"] == []
+        if m["label_kind"] == "recover":
+            assert m["recover_success"] is True and m.get("recover_errors") == 0, kind
+
+
+def test_kernel_errors_fail_the_compress_and_are_recorded(rows, doctrine):
+    row = rows["emergency"]
+    summary = json.loads(row["messages"][-1]["tool_calls"][0]["function"]["arguments"])["content"][0]["summary"]
+    for reply, says in ((_compress("m00002", "m00009", "too short"), "summary too short"),
+                        (_compress("m09990", "m09999", summary), "was never assigned"),
+                        (_compress("m00002", "m00005", summary), "total compressible content too small")):
+        m, rec = _run(row, reply, doctrine)
+        assert m["pred_kind"] == "compress" and m["kernel_errors"] >= 1 and m["blocks_created"] == 0
+        assert m["range_valid"] is False and m["compress_success"] is False
+        assert any(says in e for e in rec["kernel_errors"])
+
+
+def test_the_summary_is_checked_against_what_the_kernel_folded(rows, doctrine):
+    row = rows["emergency"]
+    summary = json.loads(row["messages"][-1]["tool_calls"][0]["function"]["arguments"])["content"][0]["summary"]
+    # The label's summary of m00002..m00009 on a range the kernel folds as m00006..m00009:
+    # a valid compress, but the summary reports what that fold does not hold.
+    m, _ = _run(row, _compress("m00006", "m00009", summary), doctrine)
+    assert m["range_valid"] is True and m["blocks_created"] == 1
+    assert m["conformance_passed"] is False and m["compress_success"] is False
+
+
+def test_recovery_replies_are_run_on_the_state(rows, doctrine):
+    row = rows["recovery"]  # the label decompresses b2, the block holding the needed fact
+    assert row["messages"][-1]["tool_calls"][0]["function"]["name"] == "decompress"
+    m, _ = _run(row, _call("decompress", {"blockId": "b2"}), doctrine)
+    assert m["recover_success"] is True and m["restored"] == ["b2"]
+    m, _ = _run(row, _call("decompress", {"blockId": "b1"}), doctrine)  # a block, not the needed one
+    assert m["recover_success"] is False and m["restored"] == ["b1"] and m["kind_correct"]
+    m, _ = _run(row, _call("decompress", {"blockId": "b99"}), doctrine)
+    assert m["recover_success"] is False and m["recover_errors"] == 1
+    m, _ = _run(row, {"role": "assistant", "content": "Carrying on."}, doctrine)
+    assert m["recover_success"] is False and not m["kind_correct"]
+    search = rows["recovery_search"]
+    query = json.loads(search["messages"][-1]["tool_calls"][0]["function"]["arguments"])["query"]
+    assert _run(search, _call("search_context", {"query": query}), doctrine)[0]["recover_success"] is True
+    m, _ = _run(search, _call("search_context", {"query": "zzz qqq"}), doctrine)
+    assert m["recover_success"] is False and m["recover_errors"] == 1
