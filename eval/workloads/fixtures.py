@@ -144,7 +144,7 @@ def held_out_fixture_rows(doctrine: Any) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     import sys
 
-    from doctrine.runs import atomic_write_text
+    from plumbing.runs import atomic_write_text
     from doctrine.spec import resolve_doctrine
 
     args = sys.argv[1:] if argv is None else argv
