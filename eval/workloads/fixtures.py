@@ -144,8 +144,8 @@ def held_out_fixture_rows(doctrine: Any) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     import sys
 
-    from plumbing.runs import atomic_write_text
     from doctrine.spec import resolve_doctrine
+    from plumbing.runs import atomic_write_text
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
