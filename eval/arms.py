@@ -26,7 +26,7 @@ from typing import Any
 from plumbing.chat_backend import prompt_text
 
 __all__ = ["ARMS", "ARM_INFO", "ArmEnv", "ArmInfo", "ArmState", "View", "apply_reply", "arm_profile",
-           "kernel_profile", "micro_compact", "protocol_safe_tail"]
+           "force_compaction", "kernel_profile", "micro_compact", "protocol_safe_tail"]
 
 # The baselines' one summary prompt (generic, as a threshold compactor would use).
 SUMMARY_PROMPT = ("Summarise the conversation above so that the work can continue from the summary "
@@ -275,7 +275,8 @@ def _frame(env: ArmEnv, mode: str | None):
     return env.cache[key]
 
 
-def _kernel_render(state: ArmState, env: ArmEnv, mode: str | None, nudges: bool) -> tuple[View, Any]:
+def _kernel_render(state: ArmState, env: ArmEnv, mode: str | None, nudges: bool,
+                   token_count: int | None = None) -> tuple[View, Any]:
     from doctrine.kernel.chat import flatten
     from doctrine.kernel.state import CompressionState
     from doctrine.request import render_request
@@ -285,7 +286,7 @@ def _kernel_render(state: ArmState, env: ArmEnv, mode: str | None, nudges: bool)
     frame = _frame(env, mode)
     flat = flatten(state.history)
     before = state.kernel_state
-    req = render_request(frame, flat, before)
+    req = render_request(frame, flat, before, token_count=token_count)
     state.kernel_state = req.view.state
     if req.overflow:
         state.overflows += 1
@@ -315,8 +316,6 @@ def deterministic(state: ArmState, env: ArmEnv) -> View:
     The clock counts distinct history states (a rebuild of an unchanged history is not a
     new call). The engine's compress exchange joins the history like a model's would.
     """
-    from doctrine.kernel.compress import CompressRange, apply_compression
-
     if len(state.history) != state.seen_len:  # a new history state = one more call on the clock
         state.calls += 1
         state.seen_len = len(state.history)
@@ -325,30 +324,71 @@ def deterministic(state: ArmState, env: ArmEnv) -> View:
     view, mv = _kernel_render(state, env, None, nudges=False)
     if state.calls % max(1, env.deterministic_every):
         return view
+    event = _engine_fold(state, env, None, view, mv)
+    if event is None:
+        return view
+    view2, _ = _kernel_render(state, env, None, nudges=False)
+    view2.events = [event]
+    return view2
+
+
+def _engine_fold(state: ArmState, env: ArmEnv, mode: str | None, view: View, mv: Any) -> dict[str, Any] | None:
+    """The engine folds the largest range the kernel recommends in ``mv`` and the model
+    writes its summary (a summary call); the event, or None when nothing was folded."""
+    from doctrine.kernel.compress import CompressRange, apply_compression
     from doctrine.kernel.recommend import viable_ranges
 
     # The engine picks as a status surface would: only ranges worth a summary (>= 200 tokens).
     ranges = sorted(viable_ranges(mv.decision.compressible_ranges), key=lambda r: -r.tokens)
     if not ranges:
-        return view
+        return None
     r = ranges[0]
     source = _range_messages(view.flat, state.kernel_state, r.start_ref, r.end_ref)
     summary = env.summarise([{"role": "user", "content": source}], SUMMARY_PROMPT)
     call_id = f"engine_{state.exchange_seq}"
     state.compressions_attempted += 1
     res = apply_compression([CompressRange(r.start_ref, r.end_ref, summary, "engine")], view.flat,
-                            state.kernel_state, kernel_config(env, None), compress_call_id=call_id)
+                            state.kernel_state, kernel_config(env, mode), compress_call_id=call_id)
     if res.errors:
         state.kernel_errors.extend(res.errors)
-        return view
+        return None
     state.compressions_succeeded += 1
     state.kernel_state = res.state
     args = {"topic": "engine", "content": [{"startId": r.start_ref, "endId": r.end_ref, "summary": summary}]}
     _append_exchange(state, "compress", args, res.text, call_id)
-    view2, _ = _kernel_render(state, env, None, nudges=False)
-    view2.events = [{"event": "engine_compress", "range": [r.start_ref, r.end_ref],
-                     "tokens_compressed": res.tokens_compressed}]
-    return view2
+    return {"event": "engine_compress", "range": [r.start_ref, r.end_ref], "tokens_compressed": res.tokens_compressed}
+
+
+def force_compaction(state: ArmState, env: ArmEnv, arm: str,
+                     decide: Callable[[View], dict[str, Any]] | None = None) -> str:
+    """Compact ``state`` once, now, whatever its size (a recall-probe case forces a first
+    compaction before its first question, as the benchmark it comes from does). Returns how:
+
+    * ``model``: a kernel arm shown an urgent nudge (the kernel told the context is full)
+      compressed, through ``decide`` (the model's reply to that view);
+    * ``engine``: the kernel arm declined (or is ``deterministic``): the engine folded the
+      largest recommended range and the model wrote its summary;
+    * ``summary``: ``auto_compact`` / ``micro_auto`` summarised everything before the question;
+    * ``none``: nothing could be folded, or the arm never compacts (``full``, ``n_latest_*``,
+      ``sliding`` drop messages instead).
+    """
+    import dataclasses
+
+    info = ARM_INFO[arm]
+    if arm in ("auto_compact", "micro_auto"):
+        if state.summary is None:
+            ARMS[arm](state, dataclasses.replace(env, compact_threshold=1e-9))
+        return "summary" if state.summary is not None else "none"
+    if info.kind != "kernel":
+        return "none"
+    mode = info.prompt_mode
+    view, mv = _kernel_render(state, env, mode, nudges=info.nudges, token_count=env.window)
+    if decide is not None and info.nudges and view.nudge_shown:
+        applied = apply_reply(state, env, view, decide(view))
+        if applied["compress_ok"]:
+            return "model"
+        view, mv = _kernel_render(state, env, mode, nudges=False, token_count=env.window)
+    return "engine" if _engine_fold(state, env, mode, view, mv) is not None else "none"
 
 
 def _range_messages(flat: list[Any], kstate: Any, start_ref: str, end_ref: str) -> str:

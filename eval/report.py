@@ -48,7 +48,7 @@ SCRIPTED_COLS = ["cases", "calls", "model_calls", "billed_tokens", "mean_context
                  "evidence_survival", "doctrine_tokens", "malformed_calls", "kernel_errors", "window_overflows",
                  "prefix_cache_hit_rate"]
 MARATHON_COLS = SCRIPTED_COLS[:11] + ["probe_score", "deep_items_correct", "summary_conformance"] + SCRIPTED_COLS[11:]
-PROBES_COLS = ["cases", "questions", "accuracy", "evidence_survival", "model_calls", "billed_tokens", "mean_context",
+PROBES_COLS = ["cases", "questions", "accuracy", "evidence_survival", "compacted", "forced_compaction", "model_calls", "billed_tokens", "mean_context",
                "peak_context", "compressions_succeeded", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
 HELD_OUT_COLS = ["cases", "balanced_acc", "compress_success", "recover_success", "kind_correct", "tool_call_valid", "range_valid", "range_overlap",
                  "conformance_score",
@@ -121,6 +121,11 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
                 entry.setdefault("confusion", {})[arm] = conf
         if wl in SESSION_WORKLOADS:
             entry["series"] = _series(arms)
+        if wl == "probes":
+            from eval.workloads.probes_workload import probe_report
+
+            # Accuracy by question kind and against the full-history arm, per question.
+            entry["recall"] = probe_report([r for rs in arms.values() for r in rs])
         out["workloads"][wl] = entry
         by_case = {arm: {(r["case_id"], r["seed"]): r["metrics"] for r in rs} for arm, rs in arms.items()}
         pairs = {}
@@ -309,6 +314,32 @@ NI_NOTE = ("Non-inferiority (the recipe's non_inferiority block): arm a is non-i
            "metric when the low end of the paired 95% interval of a - b is above -margin; inferior when its "
            "high end is below -margin; inconclusive when the interval straddles -margin (too few or too "
            "varied cases to tell). Higher is better for every metric listed.")
+RECALL_NOTE = ("Recall probes, per question: accuracy by kind; 'vs full' counts only the questions the full "
+               "arm answered (a lost answer there is lost to compaction, not to the model), 'full failed' those "
+               "it did not; 'compacted' is the share of cases with a compaction before the first question "
+               "(forced where the session raised none).")
+
+
+def recall_table(entry: dict[str, Any]) -> list[list[str]] | None:
+    rec = entry.get("recall") or {}
+    arms = rec.get("arms") or {}
+    if not arms:
+        return None
+    ref = rec.get("reference_arm", "full")
+    kinds = sorted({k for a in arms.values() for k in a["by_kind"]})
+    t = [["arm", "accuracy", *kinds, f"vs {ref}", f"{ref} failed", "evidence survived", "compacted"]]
+    for arm in sorted(arms, key=_arm_key):
+        a, v = arms[arm], arms[arm]["vs_reference"]
+        kc = [f"{a['by_kind'][k]['correct']}/{a['by_kind'][k]['questions']}" if k in a["by_kind"] else "–"
+              for k in kinds]
+        t.append([arm, f"{a['correct']}/{a['questions']}", *kc,
+                  f"{v['clean_correct']}/{v['clean_questions']}" if v["clean_questions"] else "–",
+                  f"{v['reference_failed_correct']}/{v['reference_failed_questions']}"
+                  if v["reference_failed_questions"] else "–",
+                  _fmt(a["evidence_survival"]), _fmt((entry["arms"].get(arm) or {}).get("compacted"))])
+    return t
+
+
 PAIRED_NOTE = ("Paired: the same cases run by both arms; diff is the mean of (a - b) over them and the "
                "interval a seeded paired bootstrap (2,000 resamples). An interval that excludes 0 is a "
                "difference these cases support; with a handful of cases most intervals are wide.")
@@ -473,6 +504,11 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
         t = _table(entry["arms"], _columns(wl, entry["arms"]))
         md += [f"## {wl}", "", _md(t), ""]
         parts_html += [f"<h2>{html.escape(wl)}</h2>", _html_table(t)]
+        rt = recall_table(entry)
+        if rt is not None:
+            md += [f"### {wl}: accuracy by kind and relative to full", "", RECALL_NOTE, "", _md(rt), ""]
+            parts_html += [f"<h3>{html.escape(wl)}: accuracy by kind and relative to full</h3>",
+                           f"<p>{html.escape(RECALL_NOTE)}</p>", _html_table(rt)]
         if wl in ptabs:
             md += [f"### {wl}: paired comparisons", "", PAIRED_NOTE, "", _md(ptabs[wl]), ""]
             parts_html += [f"<h3>{html.escape(wl)}: paired comparisons</h3>", f"<p>{html.escape(PAIRED_NOTE)}</p>",

@@ -2,10 +2,17 @@
 
 Per case (one recorded trajectory) and arm:
 
-1. the recorded history is the arm's history; kernel arms first get the nudges that history
-   raises (the model may compress; up to ``max_decisions`` decision calls);
-2. the first question is appended and the arm builds its view (auto-compaction summarises
-   here when the history passes its threshold); that view is frozen: every question sees
+1. the recorded history is fed to the arm message by message (``feed: steps``, the default):
+   before each recorded assistant turn the arm builds the view that call would send, so
+   compaction happens as the session grows (auto-compaction past its threshold, the kernel's
+   own truncation) and kernel arms answer the nudges shown on the way (up to
+   ``max_decisions`` decision calls). ``feed: whole`` hands over the whole history at once
+   and only asks about the nudges it raises then;
+2. the first question is appended and, unless the arm has compacted already, one compaction
+   is forced (``force_compaction``, as the benchmark this comes from forces the first one):
+   kernel arms get an urgent nudge (and the engine folds if the model declines),
+   auto-compaction summarises; ``full``, ``n_latest_*`` and ``sliding`` never compact.
+   Then the arm builds its view; that view is frozen: every question sees
    the same history view, and answers to earlier questions never become memory for later
    ones (each question starts from a copy);
 3. the model answers in up to ``max_turns`` turns: task tools get the sandbox-shutdown
@@ -83,7 +90,9 @@ class ProbesSettings(BaseConfig):
     filters: ProbeFilters = Field(default_factory=ProbeFilters)
     kinds: list[Literal[KINDS]] | None = None  # type: ignore[valid-type]
     max_turns: int = Field(3, ge=1)
-    max_decisions: int = Field(3, ge=0)
+    max_decisions: int = Field(3, ge=0)  # decision calls while the history is fed (kernel arms)
+    feed: Literal["steps", "whole"] = "steps"  # the history message by message, or all at once
+    force_compaction: bool = True  # one compaction before the first question where none happened
 
 
 class ProbesWorkload:
@@ -112,7 +121,8 @@ class ProbesWorkload:
 
     def run_case(self, case: Case, arm: str, seed: int, ctx: RunContext) -> dict[str, Any]:
         return run_probe_case(case.payload, arm, seed, ctx, int(self.settings.get("max_turns", 3)),
-                              int(self.settings.get("max_decisions", 3)))
+                              int(self.settings.get("max_decisions", 3)), str(self.settings.get("feed", "steps")),
+                              bool(self.settings.get("force_compaction", True)))
 
 
 def _hindsight_session(pc: ProbeCase):
@@ -132,8 +142,8 @@ def _hindsight_session(pc: ProbeCase):
 
 
 def run_probe_case(pc: ProbeCase, arm: str, seed: int, ctx: RunContext, max_turns: int = 3,
-                   max_decisions: int = 3) -> dict[str, Any]:
-    from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
+                   max_decisions: int = 3, feed: str = "steps", force: bool = True) -> dict[str, Any]:
+    from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply, force_compaction
     from eval.metrics import mean
     from eval.workloads.hindsight import decision_reply, summary_reply
 
@@ -160,23 +170,44 @@ def run_probe_case(pc: ProbeCase, arm: str, seed: int, ctx: RunContext, max_turn
     env = ArmEnv(window=ctx.window, count_tokens=backend.count_tokens, summarise=summarise, doctrine=ctx.doctrine,
                  task_tools=list(pc.converted.tools), system_prompt=system, kernel_overrides=dict(ctx.kernel_overrides),
                  gate=ctx.gate, host=ctx.host, nudge_style=ctx.nudge_style, **{k: v for k, v in ctx.arm_settings.items() if k in keys})
-    state = ArmState(history=[{**m, "id": f"s{i}"} for i, m in enumerate(msgs) if m.get("role") != "system"])
+    history = [{**m, "id": f"s{i}"} for i, m in enumerate(msgs) if m.get("role") != "system"]
+    state = ArmState()
     counters: dict[str, int] = {}
-    if info.nudges and session is not None:  # the history's own nudges, before any question
-        for _ in range(max_decisions):
+
+    def decide(view: Any, step: int, purpose: str = "decision") -> dict[str, Any]:
+        """The model's reply to a kernel view (the hindsight rule for the oracle), recorded."""
+        meta = {"oracle_reply": decision_reply(session, step, view, state.kernel_state, env, 0, seed, counters)}
+        comp = safe_complete(backend, Request(view.messages, view.tools, info.use_adapter, ctx.max_tokens, meta))
+        calls.append(call_record(purpose, None, comp, view=view))
+        return comp.message
+
+    def answer_nudge(view: Any, step: int) -> bool:
+        reply = decide(view, step)
+        applied = apply_reply(state, env, view, reply)
+        calls[-1].update(kernel_errors=applied["kernel_errors"], compress_attempted=applied["compress_attempted"],
+                         compress_ok=applied["compress_ok"])
+        return bool(applied["compress_attempted"])
+
+    decisions = 0
+    if feed == "whole":
+        state.history = history
+        while info.nudges and session is not None and decisions < max_decisions:
             view = arm_fn(state, env)
-            if not view.nudge_shown:
+            decisions += 1
+            if not view.nudge_shown or not answer_nudge(view, last_step):
                 break
-            meta = {"oracle_reply": decision_reply(session, last_step, view, state.kernel_state, env, 0, seed,
-                                                   counters)}
-            comp = safe_complete(backend, Request(view.messages, view.tools, info.use_adapter, ctx.max_tokens, meta))
-            rec = call_record("decision", None, comp, view=view)
-            applied = apply_reply(state, env, view, comp.message)
-            rec.update(kernel_errors=applied["kernel_errors"], compress_attempted=applied["compress_attempted"],
-                       compress_ok=applied["compress_ok"])
-            calls.append(rec)
-            if not applied["compress_attempted"]:
-                break
+    else:  # message by message: each recorded assistant turn is a call the arm shapes
+        for m in history:
+            if m.get("role") == "assistant":
+                view = arm_fn(state, env)
+                if info.nudges and session is not None and view.nudge_shown and decisions < max_decisions:
+                    decisions += 1
+                    # The oracle decides by hindsight of the whole case: the questions' evidence
+                    # is what the last step uses (see _hindsight_session).
+                    answer_nudge(view, last_step)
+            state.history.append(m)
+    compactions = state.compressions_succeeded + sum(1 for c in calls if c.get("purpose") == "summary")
+    forced = "already" if compactions else "off"
     questions = [q.to_dict() for q in pc.questions]
     results = []
     frozen = None  # the state after the first question's view: shared by every question
@@ -185,6 +216,10 @@ def run_probe_case(pc: ProbeCase, arm: str, seed: int, ctx: RunContext, max_turn
         if frozen is None:
             st = copy.deepcopy(state)
             st.history.append(qmsg)
+            if force and not compactions:
+                state = st  # the forced compaction and its calls belong to the case's state
+                forced = force_compaction(st, env, arm, (lambda v: decide(v, last_step, "forced"))
+                                          if session is not None else None)
             first_view = arm_fn(st, env)
             frozen = copy.deepcopy(st)
             view = first_view
@@ -258,8 +293,12 @@ def run_probe_case(pc: ProbeCase, arm: str, seed: int, ctx: RunContext, max_turn
         "malformed_calls": sum(1 for c in real if c.get("parse_errors")),
         "kernel_errors": sum(len(c.get("kernel_errors") or []) for c in real),
         "summaries": sum(1 for c in calls if c.get("purpose") == "summary"),
+        "decisions": decisions,
+        "compactions_before_questions": compactions + int(forced in ("model", "engine", "summary")),
+        "compacted": bool(compactions) or forced in ("model", "engine", "summary"),
+        "forced_compaction": forced in ("model", "engine", "summary"),
     }
-    return {"workload": "probes", "case_id": pc.converted.session_id,
+    return {"workload": "probes", "case_id": pc.converted.session_id, "feed": feed, "forced": forced,
             "instance_id": pc.converted.meta.get("instance_id"), "questions": results, "by_kind": by_kind,
             "calls": calls, "metrics": metrics}
 

@@ -39,7 +39,9 @@ def _run(row, reply, doctrine, arm="base_slim"):
 def test_the_fixture_file_is_what_data_gen_builds(doctrine):
     # The smoke rows are real replayed rows; regenerate with python -m eval.workloads.fixtures FILE.
     lines = (FIXTURE / "test" / "rows.jsonl").read_text(encoding="utf-8").splitlines()
-    assert [json.loads(x) for x in lines] == held_out_fixture_rows(doctrine)
+    assert [json.loads(x) for x in lines] == held_out_fixture_rows(doctrine), (
+        "the smoke held-out rows differ from what data_gen builds now (a label or kernel change): rewrite them with "
+        "python -m eval.workloads.fixtures configs/eval/fixtures/held_out/test/rows.jsonl")
 
 
 def test_every_row_rebuilds_to_the_context_it_shows(rows):
