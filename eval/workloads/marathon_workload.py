@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from eval.workloads.base import Case, RunContext
-from eval.workloads.marathon import SIZES, MarathonSize, marathon_session
+from eval.workloads.marathon import SIZES, MarathonSize, marathon_session, marathon_with_repos
 from eval.workloads.scripted import DecisionSettings
 from plumbing.chat_backend import Backend, Completion, Request
 
@@ -223,6 +223,10 @@ class MarathonSettings(DecisionSettings):
     tool_output_lines: int | None = Field(None, ge=0)
     extra_tests: int | None = Field(None, ge=0)
     max_tasks: int | None = Field(None, ge=0)  # 0: the whole marathon
+    # scripted: task actions replayed, the model decides compressions and answers probes (cheap);
+    # agentic: the model performs every task through the editor and toolchain (marathon_agentic)
+    driver: Literal["scripted", "agentic"] = "scripted"
+    max_turns: int = Field(12, ge=1)  # agentic: model calls per task
 
 
 class MarathonWorkload:
@@ -242,7 +246,17 @@ class MarathonWorkload:
             base = SIZES[size] if isinstance(size, str) and size in SIZES else SIZES["full"]
             size = MarathonSize(int(self.settings.get("tool_output_lines", base.tool_output_lines)),
                                 int(self.settings.get("extra_tests", base.extra_tests)))
-        self.sessions = [marathon_session(int(s), passes, v, size) for v in variants for s in seeds]
+        self.driver = self.settings.get("driver", "scripted")
+        self.repos: dict[str, tuple[dict[int, Any], dict[int, Any]]] = {}  # agentic: repo before/after each step
+        if self.driver == "agentic":
+            self.sessions = []
+            for v in variants:
+                for s in seeds:
+                    session, snaps, afters = marathon_with_repos(int(s), passes, v, size)
+                    self.sessions.append(session)
+                    self.repos[session.session_id] = (snaps, afters)
+        else:
+            self.sessions = [marathon_session(int(s), passes, v, size) for v in variants for s in seeds]
         # max_tasks shortens the marathon to its first K steps (a CPU demo cannot afford 108).
         if self.settings.get("max_tasks"):
             self.sessions = [s.truncated(int(self.settings["max_tasks"])).validate() for s in self.sessions]
@@ -262,8 +276,15 @@ class MarathonWorkload:
         from eval.workloads.scripted import run_session
 
         recorder = SummaryRecorder(ctx.backend, SUMMARY_PROMPT)
-        result = run_session(case.payload, arm, seed, replace(ctx, backend=recorder),
-                             **self.decisions)
+        if self.driver == "agentic":
+            from eval.workloads.marathon_agentic import run_agentic_marathon
+
+            snaps, afters = self.repos[case.payload.session_id]
+            result = run_agentic_marathon(case.payload, snaps, afters, arm, seed, replace(ctx, backend=recorder),
+                                          max_turns=int(self.settings.get("max_turns", 12)),
+                                          max_decisions_per_step=self.decisions["max_decisions_per_step"])
+        else:
+            result = run_session(case.payload, arm, seed, replace(ctx, backend=recorder), **self.decisions)
         grades = marathon_grades(case.payload, result["calls"])
         conf = conformance(recorder.summaries, ctx.doctrine)
         result["metrics"].update({k: v for k, v in grades["metrics"].items() if k != "by_probe"})
