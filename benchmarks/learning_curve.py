@@ -272,7 +272,7 @@ def build_curve(args: argparse.Namespace) -> dict[str, Any]:
     if not (out / "train" / "manifest.json").is_file():
         walls["train"] = _run(train_cmd, out / "logs" / "train.log")
     rows: dict[int, dict[Any, dict[str, Any]]] = {}
-    eval_common = [f"data_dir={data}", "--force"]
+    eval_common = [f"data_dir={data}"]  # a rerun resumes or reuses a step's eval; a changed recipe is refused
     for step in steps:
         eval_out = out / "curve" / f"step-{step}"
         if step == 0:

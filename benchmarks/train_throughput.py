@@ -37,6 +37,11 @@ VARIANTS: dict[str, list[str]] = {
     "demo": BASELINE,
     "target-only": [*BASELINE, "trainer.target_only_logits=true"],
     "target-only, no-ckpt": [*BASELINE, "trainer.target_only_logits=true", "model.gradient_checkpointing=false"],
+    # bf16 autocast on the CPU (AVX512-BF16 / AMX kernels where the CPU has them): matmuls in
+    # bf16, LoRA weights, optimizer and loss in float32; the loss moves by rounding only.
+    "target-only, bf16": [*BASELINE, "trainer.target_only_logits=true", "trainer.bf16=true"],
+    "target-only, no-ckpt, bf16": [*BASELINE, "trainer.target_only_logits=true", "model.gradient_checkpointing=false",
+                                   "trainer.bf16=true"],
     # Two samples a step, back to back in one row: the same tokens per second at best on a
     # CPU (no padding to skip at batch 1); its point is a GPU's larger batches.
     "padding-free x2, target-only, no-ckpt": [

@@ -139,3 +139,24 @@ def test_recipe_switches_train_the_same_run(project_root, sft_data_dir, tmp_path
         assert a == pytest.approx(b, rel=1e-4)
     tokens = [[h["num_tokens"] for h in m["log_history"] if "loss" in h] for m in (std, fast)]
     assert tokens[0] == tokens[1]
+
+
+def test_bf16_autocast_on_cpu_trains_the_same_run_within_rounding(project_root, sft_data_dir, tmp_path):
+    """trainer.bf16 on the CPU: matmuls under bf16 autocast, the LoRA weights and the saved
+    adapter stay float32, and the step losses follow the float32 run within bf16 rounding."""
+    from safetensors import safe_open
+
+    def run(name, *overrides):
+        recipe = load_config(project_root / "configs/train/smoke.yaml", TrainRecipe,
+                             [f"data.dir={sft_data_dir}", "trainer.save_steps=100",
+                              "trainer.target_only_logits=true", *overrides])
+        out = run_training(recipe, tmp_path / name)
+        return json.loads((out / "metrics.json").read_text()), out
+
+    (std, _), (half, out) = run("fp32"), run("bf16", "trainer.bf16=true")
+    assert len(half["losses"]) == len(std["losses"]) == 6
+    for a, b in zip(half["losses"], std["losses"], strict=True):
+        assert a == pytest.approx(b, rel=3e-2)
+    assert half["losses"] != std["losses"]  # it did run in bf16
+    with safe_open(str(next(out.rglob("final/adapter_model.safetensors"))), "pt") as f:
+        assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.float32}
