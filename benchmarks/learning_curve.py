@@ -168,13 +168,14 @@ def _fmt(res: dict[str, Any] | None, key: str = "mean") -> str:
 
 def curve_table(curve: dict[str, Any]) -> list[list[str]]:
     head = ["step", "n", "balanced_acc", "compress_success", "kind_correct", "malformed_share",
-            "compress_success vs step 0", "kind_correct vs step 0"]
+            "compress_success vs step 0", "kind_correct vs step 0", "malformed_share vs step 0"]
     rows = [head]
     for p in curve["points"]:
         m, d = p["metrics"], p["vs_step0"]
         rows.append([str(p["step"]), str(p["n_cases"]), _fmt(m["balanced_acc"]), _fmt(m["compress_success"]),
                      _fmt(m["kind_correct"]), _fmt(m["malformed_share"]),
-                     _fmt(d.get("compress_success"), "diff"), _fmt(d.get("kind_correct"), "diff")])
+                     _fmt(d.get("compress_success"), "diff"), _fmt(d.get("kind_correct"), "diff"),
+                     _fmt(d.get("malformed_share"), "diff")])
     return rows
 
 
@@ -249,6 +250,13 @@ def checkpoint_dir(train_out: Path, step: int) -> Path:
     return path
 
 
+def _manifest_wall_time(stage_dir: Path) -> float | None:
+    try:
+        return float(json.loads((stage_dir / "manifest.json").read_text(encoding="utf-8"))["wall_time_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def _trained_model(out: Path) -> str | None:
     try:
         manifest = json.loads((out / "train" / "manifest.json").read_text(encoding="utf-8"))
@@ -271,6 +279,8 @@ def build_curve(args: argparse.Namespace) -> dict[str, Any]:
                  f"trainer.save_total_limit={len(positive) * 2 + 2}"]
     if not (out / "train" / "manifest.json").is_file():
         walls["train"] = _run(train_cmd, out / "logs" / "train.log")
+    elif _manifest_wall_time(out / "train") is not None:  # trained by an earlier run: its own wall time
+        walls["train"] = _manifest_wall_time(out / "train")
     rows: dict[int, dict[Any, dict[str, Any]]] = {}
     eval_common = [f"data_dir={data}"]  # a rerun resumes or reuses a step's eval; a changed recipe is refused
     for step in steps:
@@ -280,7 +290,11 @@ def build_curve(args: argparse.Namespace) -> dict[str, Any]:
         else:
             arm, extra = "distilled", [f"backend.adapter_dir={checkpoint_dir(out, step)}"]
         cmd = [py, "-m", "eval", "run", args.eval_recipe, "--out", str(eval_out), f"arms=[{arm}]", *extra, *eval_common]
+        reused = (eval_out / "manifest.json").is_file()
         walls[f"eval step {step}"] = _run(cmd, out / "logs" / f"eval-step-{step}.log")
+        if reused:  # finished by an earlier run: that run's own wall time
+            own = _manifest_wall_time(eval_out)
+            walls[f"eval step {step}"] = own if own is not None else walls[f"eval step {step}"]
         rows[step] = case_rows(eval_out, arm)
         if not rows[step]:
             raise CurveError(f"{eval_out}: no finished held_out cases for arm {arm}")
