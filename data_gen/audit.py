@@ -17,7 +17,12 @@ shown, not at what the labeler knew.
 * **summary lines** (``data_gen.summary_figures``): content lines of every summary a
   target writes, how many are a bare value or under four words or leave a quote open (a
   cut inside a quoted item), how many summaries repeat a line, and how many ``KEY=value`` items are altered (no message of the row's context
-  sets that key to that full value).
+  sets that key to that full value); how many are **upkeep remarks** (the agent's words on
+  folding or declining a nudge copied as task facts), **empty promises** (an item
+  announced, then cut away: ``it failed with...``) or **lone locations** (a bare
+  ``path:line`` with nothing said about what is there);
+* **range topics**: how many compress ranges carry their own ``topic`` and how many of
+  those only repeat the call's ``topic`` (the host falls back to it anyway).
 """
 
 from __future__ import annotations
@@ -29,7 +34,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .summary_figures import bare_value, content_lines, exact_items, setting_in
+from .summary_figures import (
+    bare_value,
+    content_lines,
+    empty_promise,
+    exact_items,
+    lone_location,
+    setting_in,
+    upkeep_remark,
+)
 
 __all__ = ["audit", "compress_ranges", "invisible_boundaries", "nudge_of", "read_rows", "visible_refs"]
 
@@ -128,10 +141,20 @@ def audit(rows: list[dict]) -> dict[str, Any]:
             header_figures += sum(1 for ln in rg["summary"].split("\n")
                                   if re.fullmatch(r"[-*•\s]*[\d.,]+[xK%]?\s*", ln.strip()) and ln.strip())
     lines = short = bare = dup = altered = values = unclosed = 0
+    upkeep = empty = lone = topics = redundant_topics = 0
     for r in compress_rows:
         context = _context_text(r).replace("\\n", "\n").replace('\\"', '"')
+        for call in r["messages"][-1].get("tool_calls") or []:
+            if call["function"]["name"] == "compress":
+                args = json.loads(call["function"]["arguments"])
+                for rg in args.get("content") or []:
+                    topics += "topic" in rg
+                    redundant_topics += "topic" in rg and rg["topic"] == args.get("topic")
         for rg in compress_ranges(r):
             cl = content_lines(rg.get("summary") or "")
+            upkeep += sum(1 for ln in cl if upkeep_remark(ln))
+            empty += sum(1 for ln in cl if empty_promise(ln))
+            lone += sum(1 for ln in cl if lone_location(ln))
             lines += len(cl)
             short += sum(1 for ln in cl if len(ln.split()) < 4)
             bare += sum(1 for ln in cl if bare_value(ln))
@@ -162,6 +185,11 @@ def audit(rows: list[dict]) -> dict[str, Any]:
         "summaries_with_duplicate_lines": dup,
         "key_values": values,
         "altered_key_values": altered,
+        "upkeep_remark_lines": upkeep,
+        "empty_promise_lines": empty,
+        "lone_location_lines": lone,
+        "range_topics": topics,
+        "range_topics_repeating_the_call": redundant_topics,
     }
 
 

@@ -216,7 +216,9 @@ def apply_action(point: DecisionPoint, label: Any, history: list[dict[str, Any]]
     call_msg["id"] = action_id
     recovery = None
     if act["type"] == "compress":
-        res = apply_compression(act["args"]["content"], point.compress_messages, point.state, point.kconfig,
+        from doctrine.label.actions import host_ranges
+
+        res = apply_compression(host_ranges(act["args"]), point.compress_messages, point.state, point.kconfig,
                                 compress_call_id=act["call_id"], count_tokens=point.count_tokens,
                                 clock_ms=lambda: 0)
         state, result = res.state, res.text

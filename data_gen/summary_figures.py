@@ -21,7 +21,8 @@ import re
 
 from doctrine.conform.patterns import find_path_lines, norm, path_suffix_match
 
-__all__ = ["bare_value", "content_lines", "exact_items", "missing_items", "setting_in"]
+__all__ = ["bare_value", "content_lines", "empty_promise", "exact_items", "lone_location", "missing_items",
+           "setting_in", "upkeep_remark"]
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _HEADING = re.compile(r"^(?:\*\*[^*]+\*\*|#+ .+|[A-Z][\w ,'/-]{0,40}:|[A-Z][A-Z ]{1,40})\s*$")
@@ -48,6 +49,62 @@ def content_lines(summary: str) -> list[str]:
 def bare_value(line: str) -> bool:
     """One token and no sentence around it (``2.18.5``, ``==0.27.0``, ``8x``)."""
     return len(line.split()) == 1
+
+
+# A line that stops where its item should begin: the text before a closing ``...`` ends on
+# a colon or a ref, on a word that announces an item, or has at most two words after its
+# last announcement (``The exact error (from m00009)...``, ``it failed with...``,
+# ``what it showed: p99 connection...``). A verbatim prefix (``...`cut`...``) is an item.
+_ANNOUNCE = {"with", "was", "were", "is", "are", "reads", "found", "printed", "holds", "defines", "sets", "uses",
+             "names", "at", "showed", "records", "adds", "the", "a", "an", "of", "to", "and", "for", "in", "on",
+             "from", "by", "as", "now", "its", "it", "that", "which", "says", "shows", "gives", "returns"}
+
+
+def empty_promise(line: str) -> bool:
+    """A content line that announces an item and then cuts it away (see above)."""
+    t = line.rstrip()
+    if not t.endswith("...") or t.endswith("`..."):
+        return False
+    body = t[:-3].rstrip(" .")
+    if not body or body.endswith((":", ";", ",", "(", "—")) or re.search(r"\((?:from )?m\d{5}(?:, m\d{5})*\)$", body):
+        return True
+    words = re.sub(r"`[^`]*`", "Q", body).split()
+    if words and words[-1].lower() in _ANNOUNCE:
+        return True
+    return len(re.split(r":\s|\)\s|`", body)[-1].split()) < 3
+
+
+_LOCATION_WORDS = {"the", "location", "from", "at", "in", "line", "see"}
+
+
+def lone_location(line: str) -> bool:
+    """A content line whose only item is a ``path:line`` with nothing said about what is
+    there (``inkwell/sync.py:17``, ``The location (from m00004): `a.py:28` ``, a tier-3
+    ``[a.py:28] — a.py:28``)."""
+    if not find_path_lines(line):
+        return False
+    rest = line
+    for p, n, _ in find_path_lines(line):
+        rest = rest.replace(f"{p}:{n}", " ")
+    rest = re.sub(r"\(?(?:from )?[mb]\d+\)?|[`\[\]—:().,;*-]", " ", rest)
+    return not [w for w in rest.split() if w.lower() not in _LOCATION_WORDS]
+
+
+def upkeep_remark(line: str) -> bool:
+    """A content line that carries the agent's remarks on its own context upkeep (a decline
+    of a nudge, a lead of a compress or restore call, "I'll fold it later") as if they were
+    facts of the task. Process lines a summary is meant to have (``restore m00012 if its
+    raw text is needed``, ``Restore b2 for the full detail``) are not remarks."""
+    from doctrine.label.phrasing import UPKEEP_TEMPLATES
+
+    low = " ".join(line.split())
+    for t in UPKEEP_TEMPLATES:
+        for part in re.split(r"\{\w+\}", t):
+            part = part.strip(" .,;:")
+            if len(part) >= 14 and part in low:
+                return True
+    return bool(re.search(r"\b(?:I(?:'ll| will|'m| am)|[Ll]et me|[Ww]e(?:'ll| will))\b[^.;]{0,40}"
+                          r"\b(?:fold|compress|decompress)\w*|\bnudges?\b", low))
 
 
 def _settings(summary: str) -> list[tuple[str, str]]:

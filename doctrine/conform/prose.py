@@ -161,9 +161,19 @@ def scan_user_text(text: str, msg: str, c: Collector, *, first: bool) -> list[st
     return questions
 
 
+# The agent's remarks on its own context upkeep ("Declining the fold for now: m00002–m00009
+# holds ...", "I'll fold it once they are done") are no decisions or open items of the task.
+_FOLD = r"(?:fold(?:s|ed|ing)?|compress(?:es|ed|ing|ion)?|decompress\w*)"
+UPKEEP_RE = re.compile(
+    rf"\b{_FOLD}\b[^.]{{0,60}}\b(?:m\d{{5}}|b\d+)\b|\b(?:m\d{{5}}|b\d+)\b[^.]{{0,60}}\b{_FOLD}\b"
+    rf"|\b{_FOLD}\s+(?:it|this|that|them|these)\b|\b(?:the|no|this) (?:fold|compression)\b"
+    r"|\bworth (?:folding|compressing)\b|\bnudges?\b|\bcontext (?:maintenance|upkeep)\b", re.I)
+
+
 def scan_assistant_prose(text: str, msg: str, c: Collector, *, last: bool) -> None:
-    """Decisions with a rationale, and open items, in the agent's own text."""
-    sents = [s for s in sentences(text) if _is_prose(s)]
+    """Decisions with a rationale, and open items, in the agent's own text (remarks on
+    context upkeep left out)."""
+    sents = [s for s in sentences(text) if _is_prose(s) and not UPKEEP_RE.search(s)]
     for n, s in enumerate(sents):
         if DECISION_RE.search(s) or (INTENT_RE.match(s) and RATIONALE_RE.search(s)):
             add_decision(sents, n, msg, c)

@@ -2,7 +2,8 @@
 
 * compress: one ``compress`` tool call whose arguments have exactly the shape of
   ``doctrine.tools.tool_schemas`` (``topic``, ``content: [{startId, endId, summary,
-  topic}]``), optionally after a one-line lead;
+  topic?}]``), optionally after a one-line lead; a range carries its own ``topic`` only
+  when it differs from the call's (the host gives a range without one the call's topic);
 * refusal: the task's own next assistant message with a one-line decline put in front of
   its text (chosen over a text-only decline: the model keeps working in the same turn, as
   the doctrine asks, and the session's tool calls stay paired with their results);
@@ -28,10 +29,27 @@ def call_message(lead: str, call_id: str, name: str, args: dict[str, Any]) -> di
 
 
 def compress_args(topic: str, ranges: list[dict[str, str]]) -> dict[str, Any]:
-    """``{"topic", "content": [{"startId", "endId", "summary", "topic"}]}``, oldest first."""
-    content = [{"startId": r["startId"], "endId": r["endId"], "summary": r["summary"], "topic": r["topic"]}
-               for r in ranges]
+    """``{"topic", "content": [{"startId", "endId", "summary", "topic"?}]}``, oldest first; a
+    range's ``topic`` is written only where it is not the call's own ``topic`` (repeating it
+    teaches nothing: the host falls back to the call's topic)."""
+    content = []
+    for r in ranges:
+        item = {"startId": r["startId"], "endId": r["endId"], "summary": r["summary"]}
+        if r.get("topic") and r["topic"] != topic:
+            item["topic"] = r["topic"]
+        content.append(item)
     return {"topic": topic, "content": content}
+
+
+def host_ranges(args: dict[str, Any]) -> list[Any]:
+    """The ranges of compress ``args`` as the host hands them to the kernel (a range without
+    a topic gets the call's)."""
+    from doctrine.kernel.compress_args import parse_compress_args
+
+    parsed = parse_compress_args(args)
+    if parsed.errors:
+        raise ValueError("; ".join(parsed.errors))
+    return parsed.ranges
 
 
 def session_message(msg: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,8 @@ from typing import Any
 
 from doctrine.kernel.messages import Message
 
+from .phrasing import upkeep
+
 __all__ = ["Line", "RangeReading", "read_range"]
 
 _TAG = re.compile(r"<acp\b[^>]*>\s*m\d+\s*</acp>\n?")
@@ -71,12 +73,23 @@ def clean(text: str) -> str:
 
 
 def _sentences(text: str) -> list[str]:
+    return [s for _p, s in _para_sentences(text)]
+
+
+def _para_sentences(text: str) -> list[tuple[int, str]]:
+    """(paragraph number, sentence) of ``text``, code blocks left out."""
     text = re.sub(r"```.*?(```|$)", " ", text, flags=re.S)
     out = []
-    for para in re.split(r"\n\s*\n|\n(?=\s*[-*]\s)", text):
+    for n, para in enumerate(re.split(r"\n\s*\n|\n(?=\s*[-*]\s)", text)):
         para = " ".join(re.sub(r"^\s*[-*]\s+", "", para).split())
-        out += [s.strip() for s in _SENT.split(para) if s.strip()]
+        out += [(n, s.strip()) for s in _SENT.split(para) if s.strip()]
     return out
+
+
+def _task_sentences(text: str) -> list[str]:
+    """The sentences of an assistant text that are about the task: remarks on context
+    upkeep (folding, declining a nudge, restoring a block) are left out."""
+    return [s for s in _sentences(text) if not upkeep(s)]
 
 
 def short(text: str, limit: int) -> str:
@@ -104,6 +117,7 @@ def code(text: str, limit: int) -> str:
 
 
 _REFS = re.compile(r"\((m\d{5})(?:, m\d{5})*\)")
+_BACKREF = re.compile(r"^(?:I'll|I will|We'll|Let's|So I'll)\s+\w+\s+(?:it|this|that|them|there)\b", re.I)
 
 
 @dataclass
@@ -321,7 +335,7 @@ def _diff_changes(out: str) -> list[str]:
 _CONST_LINE = re.compile(r"^(?:export\s+)?(?:const|let|var)?\s*[A-Z][A-Z0-9_]{2,}\s*[=:]\s*\S.*$")
 
 
-def _restored_sentence(out: str, ref: str, tool: str) -> str:
+def _restored_sentence(out: str, ref: str, tool: str) -> str | None:
     """A decompress/search result: the exact items of the text it brought back."""
     lines = [(_CAT_N.match(r).group("code") if _CAT_N.match(r) else r).strip() for r in out.split("\n")]
     lines = [ln for ln in lines if ln and not _BANNER.match(ln)]
@@ -333,7 +347,7 @@ def _restored_sentence(out: str, ref: str, tool: str) -> str:
     items = list(dict.fromkeys(items))[:10]
     verb = "Searched the folded history" if tool == "search_context" else "Restored a folded block"
     if not items:
-        return f"{verb} ({ref}); the text it brought back holds nothing that must be kept word for word."
+        return None
     return f"{verb} ({ref}); the text it brought back holds " + ", ".join(items) + "."
 
 
@@ -348,7 +362,7 @@ def _purpose(messages: list[Message], call: Message | None) -> str:
     prev = messages[i - 1] if i > 0 else None
     same_turn = prev is not None and (call.id or "").split("#", 1)[0] == (prev.id or "").split("#", 1)[0]
     if prev is not None and same_turn and prev.role == "assistant" and prev.content_type == "text":
-        sents = _sentences(clean(prev.text))
+        sents = _task_sentences(clean(prev.text))
         return short(sents[0], 120).rstrip(".") if sents else ""
     return ""
 
@@ -374,6 +388,25 @@ def _view_sentence(path: str, out: str, ref: str, verb: str, purpose: str) -> st
     if uses:
         return f"{verb} {path} ({ref}){why}{uses}."
     return f"{verb} {path} ({ref}){why}; nothing in it is needed word for word."
+
+
+def _what_is_at(loc: str, m: Message) -> str | None:
+    """``loc`` (a path:line) with the words its message says about it: the grep hit's code,
+    the output row, or the sentence that names it; None when there are none."""
+    text = clean(m.text)
+    if m.content_type == "text":
+        sent = next((x for x in _sentences(text) if loc in x and not upkeep(x)), None)
+        return sent.rstrip(".") if sent and len(sent.split()) >= 3 and len(sent) <= 220 else None
+    for row in text.split("\n"):
+        if loc not in row:
+            continue
+        h = _GREP_HIT.match(row.strip())
+        if h and f"{h.group('path')}:{h.group('line')}" == loc and h.group("text").strip():
+            return f"{code(h.group('text').strip().replace('`', chr(39)), 120)} at {loc}"
+        rest = " ".join(row.replace(loc, " ").split()).strip(" :-,")
+        if len(rest.split()) >= 2 and len(row.strip()) <= 160 and "`" not in row:
+            return f"{code(row.strip(), 160)}"
+    return None
 
 
 def read_range(messages: list[Message], refs: dict[str, str], *, big_output_tokens: int,
@@ -410,11 +443,15 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
                     kind = "Constraint" if _CONSTRAINT.search(s) else "The user added"
                     rd.add("goal", f"{kind} ({ref_of(m)}): \"{short(s, 200)}\"", 0, True)
         elif m.content_type == "text" and m.role == "assistant" and text:
-            sents = _sentences(text)
+            ps = [(p, x) for p, x in _para_sentences(text) if not upkeep(x)]
+            sents = [x for _p, x in ps]
             for n, s in enumerate(sents):
                 if _DECIDE.search(s):
                     reason = next((" ".join(sents[n:n + k + 1]) for k in (0, 1, 2)
                                    if n + k < len(sents) and _BECAUSE.search(sents[n + k])), None)
+                    if reason and n > 0 and ps[n - 1][0] == ps[n][0] and _BACKREF.match(s) \
+                            and not _DECIDE.search(sents[n - 1]) and not _OPEN.search(sents[n - 1]):
+                        reason = f"{sents[n - 1]} {reason}"  # "The bug is at a.py:9. I'll fix it there, because..."
                     if reason:
                         rd.add("decisions", short(reason, 320), 1, True)
                         continue
@@ -435,7 +472,7 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
                 continue
             if cmd == "view" and "path" in args:
                 nxt = messages[i + 1] if i + 1 < len(messages) else None
-                note = _sentences(clean(nxt.text)) if nxt is not None and nxt.role == "assistant" and \
+                note = _task_sentences(clean(nxt.text)) if nxt is not None and nxt.role == "assistant" and \
                     nxt.content_type == "text" else []
                 line = _view_sentence(str(args["path"]), out, ref, verbs["read"], _purpose(messages, call))
                 if note and not (_DECIDE.search(note[0]) and _BECAUSE.search(note[0])):
@@ -454,7 +491,9 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
             what = f"{code(_CD.sub('', cmd), 90)}" if cmd else f"the {name} tool"
             if name in ("decompress", "search_context"):
                 # A restore: what matters is what the restored text says, not that a tool ran.
-                rd.add("steps", _restored_sentence(out, ref, name), 1)
+                said = _restored_sentence(out, ref, name)
+                if said is not None:  # a restore that brought nothing back is upkeep, not work
+                    rd.add("steps", said, 1)
                 if count(m.text) >= big_output_tokens:
                     rd.add("dropped", f"The restored text is folded again here; restore {ref} if it is needed.", 4)
                 continue
@@ -480,7 +519,8 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
             nxt = messages[i + 1] if i + 1 < len(messages) else None
             remark = clean(nxt.text) if nxt is not None and nxt.role == "assistant" and nxt.content_type == "text" else ""
             body = [r.strip() for r in out.split("\n") if r.strip() and not _BANNER.match(r.strip())]
-            first = _sentences(remark)[0] if remark and _sentences(remark) else ""
+            told = _task_sentences(remark) if remark else []
+            first = told[0] if told else ""
             if first and _DECIDE.search(first) and _BECAUSE.search(remark):
                 first = ""  # a decision, listed with the decisions
             if first and not parts:
@@ -522,6 +562,11 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
         if src is None:
             continue  # not written in this range's text (pruned or escaped): nothing to quote
         where = f" (from {src})"
+        if kind == "paths_with_lines":
+            said = _what_is_at(flat, next(m for m in messages if flat in " ".join(clean(m.text).split())))
+            if said:
+                rd.add("state", f"{said}{where}.", 1, needed)
+                continue
         label = {"decisions": "Decision", "user_intent": "The user's words", "open_questions": "Still open",
                  "error_strings": "The exact error", "paths_with_lines": "The location",
                  "signatures": "The code involved"}.get(kind, "The exact value")

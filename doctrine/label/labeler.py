@@ -129,23 +129,7 @@ def label_decision(point: DecisionPoint, *, doctrine: Any, horizon: int, seed: i
 
 # One-line declines for a nudge the label does not act on: never silence (doctrine: decline
 # in one line, continue the task). Keyed by why the nudge is not acted on.
-DECLINES = {
-    "recovery": (
-        "Not compressing yet: this step needs a detail I am restoring first.",
-        "Holding off on the fold: I need the exact detail back before anything else.",
-        "The fold can wait until this restore is done.",
-    ),
-    "tier": (
-        "Not merging blocks now: there is not enough in them yet for a useful digest.",
-        "A digest of a single block would only restate it; leaving the blocks as they are.",
-        "Skipping the block merge for now; continuing with the task.",
-    ),
-    "nothing": (
-        "Nothing listed is finished with yet, so there is nothing worth folding; continuing.",
-        "No fold this time: what is listed is too small or still in use.",
-        "Declining the compression: nothing consumed is worth a block yet.",
-    ),
-}
+DECLINES = ph.DECLINES
 
 
 def _declined(point: DecisionPoint, lab: Label, rng: Any) -> Label:
@@ -300,7 +284,7 @@ def _compress(kind: str, point: DecisionPoint, pieces: list[Piece], hs: Hindsigh
         raise LabelSkipped("summary_failed", "the ranges that passed are under minCompressRange")
     topic = ranges[0]["topic"] if len(ranges) == 1 else f"{ranges[0]['topic']} and more"
     args = actions.compress_args(topic, ranges)
-    res = _dry_run(point, args["content"])
+    res = _dry_run(point, actions.host_ranges(args))
     folded = {i for b in res.new_block_ids for i in res.state.block(b).direct_message_ids}
     meant = {i for p in pieces for i in p.ids if any(r["startId"] == p.start_ref for r in ranges)}
     if folded != meant:  # the summary must describe exactly what the kernel folds
@@ -315,7 +299,7 @@ def _compress(kind: str, point: DecisionPoint, pieces: list[Piece], hs: Hindsigh
                  conformance=conf, action={"type": "compress", "call_id": call_id, "args": args})
 
 
-def _dry_run(point: DecisionPoint, content: list[dict[str, Any]]) -> Any:
+def _dry_run(point: DecisionPoint, content: list[Any]) -> Any:
     res = apply_compression(content, point.compress_messages, point.state, point.kconfig,
                             count_tokens=point.count_tokens,
                             clock_ms=lambda: 0)
@@ -418,7 +402,7 @@ def _tier(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: Lab
         raise LabelSkipped("summary_failed", f"tier-{tier}: " + "; ".join(out.report.reasons[:2]))
     topic = f"tier-{tier} digest of {first}..{last}"
     args = actions.compress_args(topic, [{"startId": first, "endId": last, "summary": out.text, "topic": topic}])
-    _dry_run(point, args["content"])
+    _dry_run(point, actions.host_ranges(args))
     call_id = f"call_acp_{point.step:03d}_{point.action_index}"
     msg = actions.call_message(rng.choice(ph.TIER_LEADS), call_id, "compress", args)
     kind = "tier2" if tier == 2 else "tier3"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 
 
 def rng_for(seed: int, *parts: object) -> random.Random:
@@ -46,6 +47,26 @@ def clip(text: str, limit: int) -> str:
             return line[:k].rstrip(".") + "."
     return short(line, limit)
 
+
+# One-line declines for a nudge the label does not act on: never silence (doctrine: decline
+# in one line, continue the task). Keyed by why the nudge is not acted on.
+DECLINES = {
+    "recovery": (
+        "Not compressing yet: this step needs a detail I am restoring first.",
+        "Holding off on the fold: I need the exact detail back before anything else.",
+        "The fold can wait until this restore is done.",
+    ),
+    "tier": (
+        "Not merging blocks now: there is not enough in them yet for a useful digest.",
+        "A digest of a single block would only restate it; leaving the blocks as they are.",
+        "Skipping the block merge for now; continuing with the task.",
+    ),
+    "nothing": (
+        "Nothing listed is finished with yet, so there is nothing worth folding; continuing.",
+        "No fold this time: what is listed is too small or still in use.",
+        "Declining the compression: nothing consumed is worth a block yet.",
+    ),
+}
 
 REFUSALS = (
     "Not folding {span} yet: the current work still needs {what}. Continuing with the task; I'll compress at the next step boundary.",
@@ -126,3 +147,117 @@ DROP_NOTES = (
     "{refs}: {what} (dropped, outcome noted)",
     "{refs}: {what}, no longer needed",
 )
+
+
+# ---------------------------------------------------------------------- upkeep remarks
+# What the agent says about keeping its own context (folding, declining a nudge, restoring a
+# block) is no fact of the task: summaries leave such sentences out. Known: the labeler's
+# own lines (the literal parts of the templates above); otherwise a first-person remark on
+# folding/compressing, a fold/compress remark naming a ref or block, or one about a nudge.
+UPKEEP_TEMPLATES = (REFUSALS + COMPRESS_LEADS + EMERGENCY_LEADS + SPONTANEOUS_LEADS + TIER_LEADS + SEARCH_LEADS
+                     + DECOMPRESS_LEADS + tuple(x for v in DECLINES.values() for x in v))
+_UPKEEP_WORD = r"(?:fold(?:s|ed|ing)?|compress(?:es|ed|ing|ion)?|decompress\w*|unfold\w*)"
+_UPKEEP = re.compile(
+    "|".join(re.escape(part.strip(" .,;:")) for t in UPKEEP_TEMPLATES
+             for part in re.split(r"\{\w+\}", t) if len(part.strip(" .,;:")) >= 14)
+    + rf"|\b(?:I(?:'ll| will|'m| am| need to)|[Ll]et me|[Ww]e(?:'ll| will))\b[^.;]{{0,40}}\b{_UPKEEP_WORD}\b"
+    + rf"|\b{_UPKEEP_WORD}\b[^.]{{0,60}}\b(?:m\d{{5}}|b\d+)\b|\b(?:m\d{{5}}|b\d+)\b[^.]{{0,60}}\b{_UPKEEP_WORD}\b"
+    + r"|\bnudges?\b|\bcontext maintenance\b")
+
+
+def upkeep(sentence: str) -> bool:
+    """True if ``sentence`` is a remark about context upkeep (folding, declining a nudge,
+    restoring a block), not about the task."""
+    return bool(_UPKEEP.search(sentence))
+
+
+# ---------------------------------------------------------------------- lines that keep their item
+# Words that announce an item: a line must not end on one (``it failed with...``).
+_INTRO = {"with", "was", "were", "is", "are", "reads", "found", "printed", "holds", "defines", "sets", "uses",
+          "names", "at", "showed", "records", "adds", "the", "a", "an", "of", "to", "and", "for", "in", "on",
+          "from", "by", "as", "now", "its", "it", "that", "which", "says", "shows", "gives", "returns"}
+_PROCESS = re.compile(r"^(?P<verb>\S+ )`(?P<cmd>[^`]+)`(?P<cut>\.\.\.)?(?P<ref> \(m\d{5}(?:, m\d{5})*\))(?P<rest>.*)$")
+
+
+def promise_left(text: str) -> bool:
+    """True if ``text`` (a line without its ellipsis) stops where its item should begin: on
+    a colon, a ref, an announcing word, or two words or fewer after the last clause mark."""
+    t = text.rstrip(" .")
+    if not t or t.endswith((":", ";", ",", "(", "—")) or re.search(r"\((?:from )?m\d{5}(?:, m\d{5})*\)$", t):
+        return True
+    if t.endswith("`"):
+        return False
+    words = re.sub(r"`[^`]*`", "Q", t).split()
+    if words and words[-1].lower() in _INTRO:
+        return True
+    tail = re.split(r":\s|\)\s|`", t)[-1]  # what follows the last announcement
+    return len(tail.split()) < 3
+
+
+def _quote_prefix(line: str, limit: int) -> str | None:
+    """``line`` cut at a space before ``limit``; a quote the cut falls in keeps a verbatim
+    prefix of at least three words (closed, the ellipsis outside it), else the cut goes
+    before the quote. None when nothing is left."""
+    cut = line[:limit]
+    sp = cut.rfind(" ")
+    cut = cut[:sp] if sp > limit // 2 else cut
+    while cut.count("`") % 2:
+        q = cut.rfind("`")
+        inner = cut[q + 1:].rstrip(" ,;:")
+        if len(inner.split()) >= 3 and not re.fullmatch(r"\S+\s*[=:]\s*\S+", inner):
+            return cut[:q + 1] + inner + "`..."
+        cut = cut[:q].rstrip()
+    cut = cut.rstrip(" ,;:")
+    return cut + "..." if cut else None
+
+
+def clip_item(text: str, limit: int, cmd_limit: int = 48) -> str | None:
+    """One line of ``text`` in at most ``limit`` characters that still carries its item, or
+    None when it cannot (the caller drops the line).
+
+    A ``Verb `command` (mNNNNN): outcome`` line first shortens the command to a verbatim
+    prefix (the outcome is what a digest keeps); then the line is cut where a clause ends
+    (``; ``, ``, `` outside a quote), else inside a quote as a verbatim prefix; a cut that
+    would leave an announcement without its item (``it failed with...``) backs off to the
+    previous clause, and a line left with only its process part is dropped."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    m = _PROCESS.match(line)
+    head_end = 0
+    if m:
+        cmd = m.group("cmd")
+        if len(cmd) > cmd_limit:
+            nxt = cmd.find(" ", cmd_limit)  # end on a whole word: the next space, else the last one
+            sp = nxt if 0 < nxt <= cmd_limit + 24 else cmd.rfind(" ", 0, cmd_limit)
+            part = (cmd[:sp] if sp > cmd_limit // 2 else cmd[:cmd_limit]).rstrip(" ,;:|&")
+            line = f"{m.group('verb')}`{part}`...{m.group('ref')}{m.group('rest')}"
+            m = _PROCESS.match(line)
+        head_end = len(line) - len(m.group("rest")) if m else 0
+        if len(line) <= limit:
+            return line
+    out = None
+    for sep in ("; ", ", "):
+        k = line.rfind(sep, max(limit // 2, head_end), limit)
+        while k > 0 and line[:k].count("`") % 2:
+            k = line.rfind(sep, max(limit // 2, head_end), k)
+        if k > 0 and not promise_left(line[:k]):
+            out = line[:k].rstrip(".") + "."
+            break
+    if out is None:
+        cand = _quote_prefix(line, limit)
+        body = cand[:-3] if cand is not None else ""
+        clause_end = False
+        # An announcement without its item: drop words back to where something is said.
+        while body and promise_left(body) and not body.endswith("`"):
+            k = body.rfind(" ")
+            if k <= head_end:
+                body = ""
+                break
+            body = body[:k]
+            clause_end = body.endswith((";", ","))
+            body = body.rstrip(" ,;:")
+        out = (body + ("." if clause_end else "...")) if body else None
+    if out is None or (head_end and len(out.rstrip(".")) <= head_end + 1):
+        return None  # only "Ran `cmd` (m00012)" would be left
+    return out

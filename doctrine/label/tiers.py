@@ -437,7 +437,13 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
         # Details the next steps still need stay verbatim when the tier's size allows it;
         # one that does not fit is left to a later restore (the block keeps its sources).
         for fact in needed_facts:
-            line = bullet + " ".join(fact.split())
+            flat = " ".join(fact.split())
+            if _PATH_LINE.fullmatch(flat):  # a bare location says nothing: the line that holds it
+                held = _line_holding(flat, blocks, merged)
+                if held is None or held == flat:
+                    continue
+                flat = held
+            line = bullet + flat
             if norm(fact) in norm(text):
                 continue
             cand = text + "\n" + line

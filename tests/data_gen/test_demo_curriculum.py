@@ -137,6 +137,27 @@ def test_summary_lines_read_as_notes(rows):
     assert fig["under_four_words_line_share"] < 0.25, fig
     assert fig["summaries_with_duplicate_lines"] == 0 and fig["unclosed_quote_lines"] == 0, fig
     assert fig["key_values"] > 50 and fig["altered_key_values"] == 0, fig
+    # No remark on the agent's own context upkeep ("I'll fold it once they are done") is
+    # copied into a summary as a task fact; no bare path:line with nothing said about it.
+    assert fig["upkeep_remark_lines"] == 0 and fig["lone_location_lines"] == 0, fig
+
+
+def test_a_range_topic_only_where_it_differs_from_the_calls(rows):
+    fig = audit(rows)
+    assert fig["range_topics_repeating_the_call"] == 0, fig
+    assert fig["range_topics"] > 0  # multi-range calls still name each range
+
+
+def test_the_audit_sees_upkeep_remarks_and_lone_locations():
+    from data_gen.summary_figures import empty_promise, lone_location, upkeep_remark
+
+    assert upkeep_remark("I'll fold it once they are done. The bug is at a.py:9.")
+    assert upkeep_remark("Declining the fold for now: m00002–m00009 holds `x`, which the next steps rely on.")
+    assert not upkeep_remark("The full output of `pytest` is folded here; restore m00020 if its raw text is needed.")
+    assert lone_location("inkwell/sync.py:17") and lone_location("The location (from m00004): `inkwell/api.py:28`")
+    assert not lone_location("`resp = requests.get(url, timeout=5)` at inkwell/api.py:28 (from m00004).")
+    assert empty_promise("The exact error (from m00009)...") and empty_promise("Ran `x` (m00009): it failed with...")
+    assert not empty_promise("Ran `x` (m00009): it failed with `ValueError: bad`...")
 
 
 def test_every_exact_item_occurs_in_its_source(build):
