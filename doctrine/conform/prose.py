@@ -205,7 +205,7 @@ def resolve_question(question: str, reply: str | None, approval: str | None, msg
     if not reply:
         return False
     q_terms = set(content_words(question))
-    sents = [s for s in sentences(reply) if _is_prose(s)]
+    sents = [s for s in sentences(reply) if _is_prose(s) and not UPKEEP_RE.search(s)]
     for n, s in enumerate(sents[:3]):
         if not (q_terms & set(content_words(" ".join(sents[n:n + 3])))):
             continue
