@@ -37,7 +37,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # per-kind one that balanced_acc averages.
 CURVE_METRICS = ("compress_success", "kind_correct", "tool_call_valid", "malformed_share",
                  "conformance_passed")
-BOOTSTRAP_SAMPLES = 2000
 
 
 class CurveError(RuntimeError):
@@ -87,45 +86,26 @@ def _num(v: Any) -> float | None:
     return None
 
 
-def _percentiles(means, lo: float = 2.5, hi: float = 97.5) -> list[float]:
-    import numpy as np
-
-    return [float(np.percentile(means, lo)), float(np.percentile(means, hi))]
-
-
 def mean_ci(values: list[float], seed: int = 0) -> dict[str, Any]:
-    """``{"mean", "ci95", "n"}`` of ``values`` (percentile bootstrap, seeded)."""
-    import numpy as np
+    """``{"mean", "ci95", "n"}`` of ``values`` (the eval's seeded percentile bootstrap)."""
+    from eval.metrics import bootstrap_ci
 
-    x = np.asarray(values, dtype=float)
-    if len(x) == 0:
+    if not values:
         return {"mean": None, "ci95": None, "n": 0}
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, len(x), size=(BOOTSTRAP_SAMPLES, len(x)))].mean(axis=1)
-    return {"mean": float(x.mean()), "ci95": _percentiles(means), "n": int(len(x))}
+    return {"mean": sum(values) / len(values), "ci95": bootstrap_ci(values, seed=seed), "n": len(values)}
 
 
 def balanced_acc(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
-    """Mean over labelled kinds of the share answered with the right kind, with an interval
-    from resampling cases within each kind (the kinds' sizes are the eval's design)."""
-    import numpy as np
+    """The eval's balanced accuracy (mean over labelled kinds of the share answered with the
+    right kind) and its interval from resampling cases within each kind."""
+    from eval.metrics import balanced_accuracy, balanced_ci
 
-    by: dict[str, list[float]] = {}
-    for m in rows:
-        v = _num(m.get("kind_correct"))
-        if v is not None:
-            by.setdefault(str(m.get("label_kind")), []).append(v)
-    if not by:
+    kinds = {str(m.get("label_kind")) for m in rows if _num(m.get("kind_correct")) is not None}
+    point = balanced_accuracy(rows)
+    if point is None:
         return {"mean": None, "ci95": None, "n": 0}
-    rng = np.random.default_rng(seed)
-    point = float(np.mean([np.mean(v) for v in by.values()]))
-    draws = np.zeros(BOOTSTRAP_SAMPLES)
-    for v in by.values():
-        x = np.asarray(v)
-        draws += x[rng.integers(0, len(x), size=(BOOTSTRAP_SAMPLES, len(x)))].mean(axis=1)
-    draws /= len(by)
-    return {"mean": point, "ci95": _percentiles(draws), "n": sum(len(v) for v in by.values()),
-            "kinds": len(by)}
+    return {"mean": point, "ci95": balanced_ci(rows, seed=seed),
+            "n": sum(_num(m.get("kind_correct")) is not None for m in rows), "kinds": len(kinds)}
 
 
 def paired(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]], metric: str,
