@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eval.backends.batching import MicroBatcher
 from eval.recipe import EvalRecipe
 from eval.workloads import WORKLOADS, Case, RunContext
-from plumbing.chat_backend import Backend, Completion, Request
+from plumbing.chat_backend import Backend
 from plumbing.runs import MANIFEST, atomic_write_json, read_manifest, redact_secrets, write_manifest
 
 __all__ = ["Job", "RunConflict", "RunSummary", "case_path", "load_results", "plan", "run_eval"]
@@ -106,34 +107,13 @@ def plan(recipe: EvalRecipe, base_dir: Path | None = None) -> list[Job]:
         wl = WORKLOADS[spec.name](spec.settings, base_dir)
         cases = wl.cases()
         for arm in recipe.arms:
-            if not wl.supports(arm):
+            if not wl.supports(arm) or (spec.arms is not None and arm not in spec.arms):
                 continue
             for window in recipe.windows:
                 for case in cases:
                     for seed in recipe.seeds:
                         jobs.append(Job(arm, spec.name, wl, case, window, seed))
     return jobs
-
-
-class _Serialised(Backend):
-    """One call at a time into an in-process engine (hf, vllm) while cases run in threads."""
-
-    def __init__(self, inner: Backend):
-        self.inner, self.name, self._lock = inner, inner.name, threading.Lock()
-
-    def complete(self, request: Request) -> Completion:
-        with self._lock:
-            return self.inner.complete(request)
-
-    def count_tokens(self, text: str) -> int:
-        with self._lock:
-            return self.inner.count_tokens(text)
-
-    def stats(self) -> dict[str, Any]:
-        return self.inner.stats()
-
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()
 
 
 def serving_profiles(recipe: EvalRecipe) -> dict[str, Any]:
@@ -327,8 +307,11 @@ def _run_locked(recipe: EvalRecipe, out: Path, *, backend: Backend | None, base_
     if todo:
         be = backend or make_backend(recipe.backend.name, recipe.backend.factory_settings())
         describe = be.describe()
+        engine = be
         if be.name in ("hf", "vllm") and recipe.concurrency > 1:
-            be = _Serialised(be)
+            # In-process engines: the threads' calls are answered in batches of the backend's
+            # batch_size (1: one at a time), see eval.backends.batching.
+            be = MicroBatcher(engine, max_batch=getattr(engine, "batch_size", recipe.concurrency))
         done_lock = threading.Lock()
 
         def one(job: Job) -> None:
@@ -365,8 +348,11 @@ def _run_locked(recipe: EvalRecipe, out: Path, *, backend: Backend | None, base_
                     log(f"eval: case {job.arm}/{job.case_id} s{job.seed} failed: {exc}")
                     log(traceback.format_exc(limit=3))
                 bar.update(1)
-        if own_backend:
+        if be is not engine:
             be.close()
+            log(f"eval: {len(be.batches)} engine calls, batch sizes {_sizes(be.batches)}")
+        if own_backend:
+            engine.close()
     summary = RunSummary(len(jobs), skipped + ran, skipped, ran, failed)
     _status(out, len(jobs), summary.done, summary.complete, failed)
     if summary.complete:
@@ -383,6 +369,11 @@ def _run_locked(recipe: EvalRecipe, out: Path, *, backend: Backend | None, base_
     else:
         log(f"eval: incomplete, {summary.done}/{len(jobs)} cases done ({len(failed)} failed); rerun to resume")
     return summary
+
+
+def _sizes(batches: list[int]) -> str:
+    counts = {n: batches.count(n) for n in sorted(set(batches))}
+    return ", ".join(f"{n}x{c}" for n, c in counts.items()) or "none"
 
 
 def _progress(total: int, done: int):

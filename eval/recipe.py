@@ -193,6 +193,9 @@ class WorkloadSpec(BaseConfig):
     # Checked against the workload's Settings model (eval.workloads.<module>.<Name>Settings);
     # kept as given, so the run's fingerprint is what the recipe says.
     settings: dict[str, Any] = Field(default_factory=dict)
+    # The recipe's arms this workload runs (default: every one of them it supports), e.g. the
+    # held-out decisions on the model arms only while the marathon also runs the baselines.
+    arms: list[str] | None = None
 
     @field_validator("name")
     @classmethod
@@ -334,4 +337,8 @@ class EvalRecipe(BaseConfig):
             raise ValueError("the distilled arm needs backend.adapter_dir with the hf and vllm backends")
         if not self.workloads:
             raise ValueError("workloads: name at least one workload (scripted or held_out)")
+        for w in self.workloads:
+            if w.arms is not None and (not w.arms or set(w.arms) - set(self.arms)):
+                raise ValueError(f"workload {w.name}: arms {w.arms} must be a non-empty subset of the recipe's "
+                                 f"arms {self.arms}")
         return self

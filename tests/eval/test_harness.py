@@ -31,6 +31,20 @@ def test_plan_covers_every_arm_case_window_seed():
     assert len({(j.arm, j.case_id, j.seed) for j in jobs}) == len(jobs)
 
 
+def test_a_workload_runs_only_the_arms_it_names():
+    base = recipe()
+    wls = [w.model_dump() for w in base.workloads]
+    for w in wls:
+        if w["name"] == "held_out":
+            w["arms"] = ["base_slim"]
+    jobs = plan(recipe(workloads=wls), SMOKE.parent)
+    assert {j.arm for j in jobs if j.workload == "held_out"} == {"base_slim"}
+    assert {j.arm for j in jobs if j.workload == "scripted"} == {j.arm for j in plan(base, SMOKE.parent)
+                                                                 if j.workload == "scripted"}
+    with pytest.raises(ValueError, match="subset of the recipe's arms"):
+        recipe(workloads=wls, arms=["full", "doctrine"])  # base_slim is not an arm of this recipe
+
+
 def test_kill_and_resume(tmp_path):
     r = recipe(arms=["full", "n_latest_10", "base_slim"], concurrency=1)
     out = tmp_path / "eval"
