@@ -1,17 +1,19 @@
 """Micro-batching of an in-process engine's calls while eval cases run in threads.
 
-The harness runs ``concurrency`` cases at once. An in-process engine (the ``hf`` backend)
-answers one call at a time, so without batching those threads only take turns. Here every
-thread's ``complete`` joins a queue; one worker takes what is waiting, up to ``max_batch``
-requests, and answers them with one ``complete_batch`` call of the engine. On a CPU a batch
-of decoding steps costs little more than one (the weights are read once per step), so
-generation-heavy cases (a whole compress call is 300-600 tokens) finish several times
-sooner. Prefill is not cheaper batched, and a batch waits for its longest reply.
+The harness runs ``concurrency`` cases at once, but an in-process engine is used by one
+thread at a time. Here every thread's ``complete`` joins a queue; one worker takes what is
+waiting, up to ``max_batch`` requests, and answers them with one ``complete_batch`` call of
+the engine (``max_batch=1``: one call at a time, in arrival order). The worker starts a
+batch as soon as one request waits and lingers up to ``linger_s`` for more, stopping early
+when the batch is full.
 
-The worker gathers a batch as soon as one request waits and then lingers up to
-``linger_s`` for more, stopping early when the batch is full. Greedy results of a padded
-batch can differ in the last digits from single calls (left padding changes the kernels'
-reduction order); the hf backend batches the same way for ``complete_batch`` callers.
+Worth it where the engine batches well: vLLM schedules the requests of one call together
+(continuous batching), so the harness gives it up to ``concurrency`` requests a call. The
+hf backend's ``complete_batch`` left-pads a batch into one ``generate``: on 2 CPU cores four
+held-out prompts of 3.3-4.9K tokens (96 new tokens each) took 235 s in one batch against
+103 s one by one (float32; bfloat16 157 s against 98 s), most likely because the padded, masked
+attention over the longest prompt costs more than the decoding steps a batch shares (not
+profiled); so the harness answers hf calls one at a time.
 """
 
 from __future__ import annotations

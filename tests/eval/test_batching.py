@@ -63,6 +63,28 @@ def test_threads_are_answered_in_batches_each_with_its_own_reply():
     assert batcher.batches == engine.calls
 
 
+def test_harness_batches_vllm_calls_and_serialises_hf(tmp_path):
+    """concurrency 4: a vllm engine gets the waiting calls together, an hf one gets them one by one."""
+    from eval.harness import run_eval
+    from tests.eval.test_harness import SMOKE, recipe
+
+    class Model(Engine):
+        def count_tokens(self, text: str) -> int:
+            return len(text) // 4
+
+    seen = {}
+    for name in ("vllm", "hf"):
+        engine = Model()
+        engine.name = name
+        r = recipe(arms=["base_slim"], concurrency=4, workloads=[{"name": "held_out", "settings": {
+            "data_dir": "fixtures/held_out", "split": "test"}}])
+        summary = run_eval(r, tmp_path / name, backend=engine, base_dir=SMOKE.parent, log=lambda s: None)
+        assert summary.complete and sum(engine.calls) == summary.total
+        seen[name] = engine.calls
+    assert max(seen["vllm"]) > 1 and max(seen["vllm"]) <= 4
+    assert set(seen["hf"]) == {1}
+
+
 def test_max_batch_one_serialises():
     engine = Engine()
     batcher = MicroBatcher(engine, max_batch=1, linger_s=0.3)
