@@ -42,6 +42,15 @@ VARIANTS: dict[str, list[str]] = {
     "target-only, bf16": [*BASELINE, "trainer.target_only_logits=true", "trainer.bf16=true"],
     "target-only, no-ckpt, bf16": [*BASELINE, "trainer.target_only_logits=true", "model.gradient_checkpointing=false",
                                    "trainer.bf16=true"],
+    # Adapters on the upper decoder layers only: backward stops at the lowest adapted layer, so
+    # the lower layers run forward only. Not the same model as the rows above (fewer adapted
+    # layers), so its loss is not expected to match; the learning curve is its check.
+    "target-only, no-ckpt, bf16, LoRA upper 15 layers": [
+        *BASELINE, "trainer.target_only_logits=true", "model.gradient_checkpointing=false", "trainer.bf16=true",
+        "lora.layers=[15,16,17,18,19,20,21,22,23,24,25,26,27,28,29]"],
+    "target-only, no-ckpt, bf16, LoRA upper 10 layers": [
+        *BASELINE, "trainer.target_only_logits=true", "model.gradient_checkpointing=false", "trainer.bf16=true",
+        "lora.layers=[20,21,22,23,24,25,26,27,28,29]"],
     # Two samples a step, back to back in one row: the same tokens per second at best on a
     # CPU (no padding to skip at batch 1); its point is a GPU's larger batches.
     "padding-free x2, target-only, no-ckpt": [

@@ -43,6 +43,9 @@ class LoraSection(BaseConfig):
     target_modules: list[str] | Literal["all-linear"] = Field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     )
+    layers: list[int] | None = Field(
+        None, description="decoder layers (0-based) that get adapters; None = every layer. Upper layers "
+        "only is a speed switch: backward stops at the lowest adapted layer")
     use_dora: bool = Field(False, description="vLLM cannot serve DoRA adapters; export refuses them")
     modules_to_save: list[str] = Field(default_factory=list, description="must stay empty for vLLM")
     qlora: bool = Field(False, description="4-bit NF4 base (bitsandbytes, CUDA only)")
@@ -53,6 +56,15 @@ class LoraSection(BaseConfig):
         if v < 1:
             raise ValueError("LoRA rank must be >= 1")
         return v
+
+    @field_validator("layers")
+    @classmethod
+    def _layers(cls, v: list[int] | None) -> list[int] | None:
+        if v is None:
+            return v
+        if not v or any(i < 0 for i in v):
+            raise ValueError("lora.layers: a non-empty list of layer indices >= 0 (or null for all)")
+        return sorted(set(v))
 
 
 class DataSection(BaseConfig):

@@ -112,9 +112,14 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16)
     model = load_model(resolved, dtype=recipe.model.dtype,
                        trust_remote_code=recipe.model.trust_remote_code, **model_kwargs)
+    n_layers = getattr(model.config, "num_hidden_layers", None)
+    if recipe.lora.layers and n_layers is not None and max(recipe.lora.layers) >= n_layers:
+        raise ValueError(f"lora.layers {recipe.lora.layers}: {recipe.model.spec} has {n_layers} decoder layers "
+                         f"(0..{n_layers - 1})")
     peft_config = LoraConfig(
         r=recipe.lora.r, lora_alpha=recipe.lora.alpha, lora_dropout=recipe.lora.dropout,
         target_modules=recipe.lora.target_modules, use_dora=recipe.lora.use_dora,
+        layers_to_transform=recipe.lora.layers,
         modules_to_save=recipe.lora.modules_to_save or None, bias="none", task_type="CAUSAL_LM")
 
     # ------------------------------------------------------------------ trainer

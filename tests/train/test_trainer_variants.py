@@ -160,3 +160,39 @@ def test_bf16_autocast_on_cpu_trains_the_same_run_within_rounding(project_root, 
     assert half["losses"] != std["losses"]  # it did run in bf16
     with safe_open(str(next(out.rglob("final/adapter_model.safetensors"))), "pt") as f:
         assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.float32}
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_lora_layers_adapt_only_those_layers_and_backward_stops_below_them(project_root, sft_data_dir, tmp_path):
+    """lora.layers: the adapter holds weights for the named layers only, and backward never
+    runs through the layers below the lowest of them (the speed-up of the switch)."""
+    from peft import LoraConfig, get_peft_model
+    from safetensors import safe_open
+
+    from plumbing.models import load_model, resolve_model
+
+    recipe = load_config(project_root / "configs/train/smoke.yaml", TrainRecipe,
+                         [f"data.dir={sft_data_dir}", "trainer.save_steps=100", "trainer.max_steps=1",
+                          "lora.layers=[1]"])
+    out = run_training(recipe, tmp_path / "upper")
+    final = next(out.rglob("final/adapter_model.safetensors"))
+    with safe_open(str(final), "pt") as f:
+        keys = list(f.keys())
+    assert keys and all(".layers.1." in k for k in keys)
+    assert json.loads((final.parent / "adapter_config.json").read_text())["layers_to_transform"] == [1]
+
+    model = get_peft_model(load_model(resolve_model(TINY), dtype="float32"),
+                           LoraConfig(r=4, target_modules=["q_proj", "v_proj"], layers_to_transform=[1],
+                                      task_type="CAUSAL_LM"))
+    reached = []
+    layers = model.base_model.model.model.layers
+    for i, layer in enumerate(layers):
+        layer.register_full_backward_hook(lambda *_a, i=i: reached.append(i))
+    ids = torch.arange(1, 17).unsqueeze(0)
+    model(input_ids=ids, labels=ids).loss.backward()
+    assert reached == [len(layers) - 1 - k for k in range(len(layers) - 1)]  # top down, layer 0 never
+
+    bad = load_config(project_root / "configs/train/smoke.yaml", TrainRecipe,
+                      [f"data.dir={sft_data_dir}", f"lora.layers=[{len(layers)}]"])
+    with pytest.raises(ValueError, match="decoder layers"):
+        run_training(bad, tmp_path / "bad")
