@@ -248,10 +248,14 @@ NON_INFERIORITY_METRICS = ("balanced_acc", "kind_correct", "compress_success", "
                            "summary_conformance", "recover_success")
 
 
-def non_inferiority(diff: dict[str, Any], margin: float) -> str:
+def non_inferiority(diff: dict[str, Any], margin: float, min_cases: int = 1) -> str:
     """The verdict on one paired difference (a - b, higher is better) against ``margin``:
     ``non-inferior`` when the interval's low end is above -margin, ``inferior`` when its high
-    end is below -margin, else ``inconclusive`` (the cases cannot tell)."""
+    end is below -margin, else ``inconclusive`` (the cases cannot tell). Fewer than
+    ``min_cases`` cases are always ``inconclusive``: a bootstrap over one or two cases gives an
+    interval of width zero that says nothing."""
+    if int(diff.get("n", min_cases)) < min_cases:
+        return "inconclusive"
     lo, hi = diff["ci95"]
     if lo > -margin:
         return "non-inferior"

@@ -172,15 +172,16 @@ def verdicts(paired: dict[str, Any], ni: Any) -> dict[str, Any]:
                 d = (pairs.get(pair) or {}).get(metric)
                 if d and len(d.get("ci95") or []) == 2:
                     out.setdefault(wl, {}).setdefault(pair, {})[metric] = {
-                        **d, "verdict": non_inferiority(d, ni.margin)}
-    return {"margin": ni.margin, "metrics": list(ni.metrics), "pairs": list(ni.pairs), "verdicts": out}
+                        **d, "verdict": non_inferiority(d, ni.margin, ni.min_cases)}
+    return {"margin": ni.margin, "min_cases": ni.min_cases, "metrics": list(ni.metrics), "pairs": list(ni.pairs),
+            "verdicts": out}
 
 
 def verdict_table(summary: dict[str, Any]) -> list[list[str]] | None:
     ni = summary.get("non_inferiority")
     if not ni:
         return None
-    t = [["workload", "pair", "metric", "diff (a - b)", "95% interval", "n", f"verdict (margin {_fmt(ni['margin'])})"]]
+    t = [["workload", "pair", "metric", "diff (a - b)", "95% interval", "n", f"verdict (margin {_fmt(ni['margin'])}, min n {ni.get('min_cases', 1)})"]]
     for wl, pairs in ni["verdicts"].items():
         for pair, metrics in pairs.items():
             for k, d in metrics.items():
@@ -313,7 +314,8 @@ def paired_tables(summary: dict[str, Any]) -> dict[str, list[list[str]]]:
 NI_NOTE = ("Non-inferiority (the recipe's non_inferiority block): arm a is non-inferior to arm b on a "
            "metric when the low end of the paired 95% interval of a - b is above -margin; inferior when its "
            "high end is below -margin; inconclusive when the interval straddles -margin (too few or too "
-           "varied cases to tell). Higher is better for every metric listed.")
+           "varied cases to tell), and always inconclusive under min_cases paired cases (a bootstrap over "
+           "one or two cases has an interval of width zero). Higher is better for every metric listed.")
 RECALL_NOTE = ("Recall probes, per question: accuracy by kind; 'vs full' counts only the questions the full "
                "arm answered (a lost answer there is lost to compaction, not to the model), 'full failed' those "
                "it did not; 'compacted' is the share of cases with a compaction before the first question "

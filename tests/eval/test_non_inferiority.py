@@ -36,6 +36,9 @@ def test_verdict_rule():
     assert non_inferiority({"ci95": [-0.3, -0.06]}, 0.05) == "inferior"
     assert non_inferiority({"ci95": [-0.2, 0.1]}, 0.05) == "inconclusive"
     assert non_inferiority({"ci95": [-0.05, 0.0]}, 0.05) == "inconclusive"  # the low end must be above -margin
+    # One identical case gives a zero-width interval: too few cases to call non-inferior.
+    assert non_inferiority({"ci95": [0.0, 0.0], "n": 1}, 0.05, min_cases=8) == "inconclusive"
+    assert non_inferiority({"ci95": [0.0, 0.0], "n": 8}, 0.05, min_cases=8) == "non-inferior"
 
 
 def test_balanced_accuracy_and_its_interval():
