@@ -24,6 +24,7 @@ from functools import partial
 from typing import Any
 
 from plumbing.chat_backend import prompt_text
+from plumbing.tool_format import arguments_object
 
 __all__ = ["ARMS", "ARM_INFO", "ArmEnv", "ArmInfo", "ArmState", "View", "apply_reply", "arm_profile",
            "force_compaction", "kernel_profile", "micro_compact", "protocol_safe_tail"]
@@ -451,22 +452,14 @@ def apply_reply(state: ArmState, env: ArmEnv, view: View, reply: dict[str, Any])
                     else _run_decompress(state, view, args,
                                          (view.profile or kernel_profile(env, "distilled")).variant.decompress))
             out["recovery"].append(name)
-            _append_exchange(state, name, _loads(args), text, call_id)
+            _append_exchange(state, name, arguments_object(args), text, call_id)
     return out
-
-
-def _loads(args: Any) -> dict[str, Any]:
-    try:
-        v = json.loads(args) if isinstance(args, str) else args
-    except ValueError:
-        return {}
-    return v if isinstance(v, dict) else {}
 
 
 def _run_search(state: ArmState, view: View, args: Any) -> str:
     from doctrine.kernel.search import build_message_docs, render_search_result, search_context
 
-    query = str(_loads(args).get("query") or "")
+    query = str(arguments_object(args).get("query") or "")
     try:
         docs = build_message_docs(view.flat or [], state.kernel_state)
         results = search_context(query, state.kernel_state, docs)
@@ -482,7 +475,7 @@ def _run_decompress(state: ArmState, view: View, args: Any, style: str = "proxy"
 
     from doctrine.kernel.decompress import decompress
 
-    target = str(_loads(args).get("blockId") or "")
+    target = str(arguments_object(args).get("blockId") or "")
     try:
         with tempfile.TemporaryDirectory() as tmp:
             res = decompress(state.kernel_state, target, view.flat or [], run_dir=tmp, style=style,

@@ -40,6 +40,12 @@ def _arguments_dict(arguments: Any) -> Any:
     return {} if arguments is None else arguments
 
 
+def arguments_object(arguments: Any) -> dict[str, Any]:
+    """A call's ``arguments`` (a JSON string or a dict) as a dict; ``{}`` for anything else."""
+    v = _arguments_dict(arguments)
+    return v if isinstance(v, dict) else {}
+
+
 def format_tool_call(name: str, arguments: Any) -> str:
     """One call block. ``arguments`` may be a dict or a JSON string (OpenAI format)."""
     args = _arguments_dict(arguments)

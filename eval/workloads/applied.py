@@ -16,13 +16,13 @@ the reply's calls go through the kernel:
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
 from doctrine.snapshot import Rebuilt
+from plumbing.tool_format import arguments_object
 
 __all__ = ["Applied", "apply_compress", "apply_recovery", "fold_source"]
 
@@ -84,14 +84,6 @@ def apply_compress(rebuilt: Rebuilt, reply: dict[str, Any]) -> Applied:
     return out
 
 
-def _loads(args: Any) -> dict[str, Any]:
-    try:
-        v = json.loads(args) if isinstance(args, str) else args
-    except ValueError:
-        return {}
-    return v if isinstance(v, dict) else {}
-
-
 def apply_recovery(rebuilt: Rebuilt, reply: dict[str, Any]) -> dict[str, Any]:
     """Run the reply's search_context / decompress calls on the rebuilt state under the
     profile's host. Returns ``recover_success`` (a call reached a needed block: a search
@@ -112,7 +104,7 @@ def apply_recovery(rebuilt: Rebuilt, reply: dict[str, Any]) -> dict[str, Any]:
 
     for call in reply.get("tool_calls") or []:
         fn = call.get("function") or {}
-        name, args = fn.get("name"), _loads(fn.get("arguments") or "{}")
+        name, args = fn.get("name"), arguments_object(fn.get("arguments") or "{}")
         if name == "search_context":
             calls += 1
             query = str(args.get("query") or "")

@@ -299,9 +299,28 @@ def rebuild_row(row: dict[str, Any]) -> tuple[Any, str]:
     return (rebuilt, "kernel") if same else (None, "mismatch")
 
 
+def _conformance(out: dict[str, Any], checks: list[tuple[Any, str, int]], doctrine: Any) -> list[bool]:
+    """Run the checker on each (source thunk, summary, tier); set ``conformance_score`` (mean)
+    and ``conformance_passed`` (all) on ``out`` and return the verdicts. A range whose source
+    cannot be resolved or checked is left out (and so counts against a full pass)."""
+    from doctrine.conform import check_summary
+
+    scores, passed = [], []
+    for source, summary, tier in checks:
+        try:
+            rep = check_summary(source(), summary, tier=tier, doctrine=doctrine)
+        except (ValueError, TypeError):
+            continue
+        scores.append(rep.score)
+        passed.append(rep.passed)
+    if scores:
+        out["conformance_score"] = sum(scores) / len(scores)
+        out["conformance_passed"] = all(passed)
+    return passed
+
+
 def _score_applied(out: dict[str, Any], reply: dict[str, Any], rebuilt: Any, doctrine: Any) -> None:
     """Compress scores from the kernel's own application of the reply (see eval.workloads.applied)."""
-    from doctrine.conform import check_summary
     from eval.workloads.applied import apply_compress
 
     applied = apply_compress(rebuilt, reply)
@@ -310,17 +329,8 @@ def _score_applied(out: dict[str, Any], reply: dict[str, Any], rebuilt: Any, doc
     out["kernel_warnings"] = len(applied.warnings)
     out["blocks_created"] = len(applied.blocks)
     out["kernel_messages"] = applied.errors + applied.warnings
-    scores, passed = [], []
-    for _s, _e, summary, tier, source in applied.blocks:
-        try:
-            rep = check_summary(source, summary, tier=tier if tier in (1, 2, 3) else 1, doctrine=doctrine)
-        except (ValueError, TypeError):
-            continue
-        scores.append(rep.score)
-        passed.append(rep.passed)
-    if scores:
-        out["conformance_score"] = sum(scores) / len(scores)
-        out["conformance_passed"] = all(passed)
+    passed = _conformance(out, [(lambda src=source: src, summary, tier if tier in (1, 2, 3) else 1)
+                                for _s, _e, summary, tier, source in applied.blocks], doctrine)
     out["_summaries_passed"] = len([p for p in passed if p])
     out["_ranges"] = applied.ranges
 
@@ -332,7 +342,6 @@ def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dic
     """Decision-kind, validity, overlap and conformance scores of one reply. With ``rebuilt``
     (the row's kernel turn, :func:`rebuild_row`) a compress or recovery reply is applied to
     it and scored by what the kernel did; without, ranges are resolved from the refs."""
-    from doctrine.conform import check_summary
 
     pred = classify(reply, nudge_present)
     if parse_errors and not reply.get("tool_calls"):
@@ -383,20 +392,11 @@ def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dic
         label_ranges, _ = compress_ranges(target)
         if label_ranges:
             out["range_overlap"] = range_overlap([(s, e) for s, e, _ in ranges], [(s, e) for s, e, _ in label_ranges])
-        scores, passed = [], []
-        for s, e, summary in ranges:
-            # A block range is a digest at the tier the nudge asked for (tier 2 by default).
-            tier = 1 if (ref_interval(s, e) or ("m",))[0] == "m" else (nudge_tier if nudge_tier in (2, 3) else 2)
-            try:
-                source = resolved.get((s, e)) or _source_for(scope, s, e)
-                rep = check_summary(source, summary, tier=tier, doctrine=doctrine)
-            except (ValueError, TypeError):
-                continue
-            scores.append(rep.score)
-            passed.append(rep.passed)
-        if scores:
-            out["conformance_score"] = sum(scores) / len(scores)
-            out["conformance_passed"] = all(passed)
+        # A block range is a digest at the tier the nudge asked for (tier 2 by default).
+        passed = _conformance(out, [
+            (lambda s=s, e=e: resolved.get((s, e)) or _source_for(scope, s, e), summary,
+             1 if (ref_interval(s, e) or ("m",))[0] == "m" else (nudge_tier if nudge_tier in (2, 3) else 2))
+            for s, e, summary in ranges], doctrine)
     if label_kind == "compress":
         # The decision the label took, taken well: a valid compress call over visible ranges
         # whose every summary passes the checker. Anything else (a plain reply included) is 0.
