@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -435,6 +436,9 @@ class HeldOutSettings(BaseConfig):
     per_kind: int | None = Field(None, ge=1)
     windows: list[int] | None = None
     limit: int | None = Field(None, ge=0)
+    # The generation cap of these calls when it differs from the recipe's max_tokens: a whole
+    # compress call needs ~300-650 tokens, while the marathon's decisions do with fewer.
+    max_tokens: int | None = Field(None, ge=1)
 
 
 class HeldOutWorkload:
@@ -465,6 +469,8 @@ class HeldOutWorkload:
         return arm in ARMS_SUPPORTED
 
     def run_case(self, case: Case, arm: str, seed: int, ctx: RunContext) -> dict[str, Any]:
+        if self.settings.get("max_tokens"):
+            ctx = replace(ctx, max_tokens=int(self.settings["max_tokens"]))
         return run_row(case.payload, arm, ctx)
 
 

@@ -50,6 +50,24 @@ def test_oracle_is_the_upper_reference(data_dir, doctrine):
     assert not wl.supports("full") and wl.supports("distilled")
 
 
+def test_max_tokens_setting_caps_these_calls_only(data_dir, doctrine):
+    class Caps(OracleBackend):
+        def __init__(self):
+            super().__init__()
+            self.caps = []
+
+        def complete(self, request):
+            self.caps.append(request.max_tokens)
+            return super().complete(request)
+
+    be = Caps()
+    ctx = RunContext(be, doctrine, max_tokens=192)
+    case = HeldOutWorkload({"data_dir": str(data_dir), "split": "test"}).cases()[0]
+    HeldOutWorkload({"data_dir": str(data_dir), "split": "test"}).run_case(case, "base_slim", 0, ctx)
+    HeldOutWorkload({"data_dir": str(data_dir), "split": "test", "max_tokens": 512}).run_case(case, "base_slim", 0, ctx)
+    assert be.caps == [192, 512] and ctx.max_tokens == 192
+
+
 def test_wrong_decisions_are_scored_down(doctrine):
     rows = held_out_rows(doctrine, 3)  # compress, refusal, ordinary
 
