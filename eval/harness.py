@@ -25,6 +25,7 @@ import shutil
 import threading
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -374,8 +375,7 @@ def _run_locked(recipe: EvalRecipe, out: Path, *, backend: Backend | None, base_
 
 
 def _sizes(batches: list[int]) -> str:
-    counts = {n: batches.count(n) for n in sorted(set(batches))}
-    return ", ".join(f"{n}x{c}" for n, c in counts.items()) or "none"
+    return ", ".join(f"{n}x{c}" for n, c in sorted(Counter(batches).items())) or "none"
 
 
 def _progress(total: int, done: int):

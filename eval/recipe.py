@@ -75,6 +75,7 @@ class HFSettings(StrictSettings):
     chat_template: str = "auto"  # "auto" (the tokenizer's, else the project's) or a template name
     batch_size: int = Field(4, ge=1)  # requests generated together (left-padded)
     reuse_prefix_cache: bool = True  # keep the KV cache of the last prompt for the next one
+    kv_cache: Literal["growing", "dynamic"] = "growing"  # plumbing.kv_cache buffer, or transformers' own
 
 
 class VLLMSettings(StrictSettings):

@@ -98,7 +98,10 @@ class TrainerSection(BaseConfig):
     save_total_limit: int | None = Field(3, ge=1)
     seed: int = 0
     report_to: list[str] = Field(default_factory=lambda: ["none"])
-    bf16: bool = False
+    bf16: bool | Literal["auto"] = Field(
+        False, description="bf16 autocast; auto: on where the hardware runs bf16 matmuls natively "
+        "(CUDA with bf16, CPUs with AVX512-BF16/AMX), off elsewhere, where emulated bf16 is slower "
+        "than float32 (train/sft.py resolve_bf16)")
     dataloader_num_workers: int = Field(0, ge=0)
     target_only_logits: bool = Field(
         False, description="project hidden states to logits only at target positions (same loss, "

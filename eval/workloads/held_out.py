@@ -301,15 +301,17 @@ def rebuild_row(row: dict[str, Any]) -> tuple[Any, str]:
 
 
 def _conformance(out: dict[str, Any], checks: list[tuple[Any, str, int]], doctrine: Any) -> list[bool]:
-    """Run the checker on each (source thunk, summary, tier); set ``conformance_score`` (mean)
-    and ``conformance_passed`` (all) on ``out`` and return the verdicts. A range whose source
-    cannot be resolved or checked is left out (and so counts against a full pass)."""
+    """Run the checker on each (source, summary, tier); set ``conformance_score`` (mean) and
+    ``conformance_passed`` (all) on ``out`` and return the verdicts. A source is the folded text
+    or a function that resolves it when asked. A range whose source cannot be resolved or
+    checked is left out (and so counts against a full pass)."""
     from doctrine.conform import check_summary
 
     scores, passed = [], []
     for source, summary, tier in checks:
         try:
-            rep = check_summary(source(), summary, tier=tier, doctrine=doctrine)
+            text = source() if callable(source) else source
+            rep = check_summary(text, summary, tier=tier, doctrine=doctrine)
         except (ValueError, TypeError):
             continue
         scores.append(rep.score)
@@ -330,7 +332,7 @@ def _score_applied(out: dict[str, Any], reply: dict[str, Any], rebuilt: Any, doc
     out["kernel_warnings"] = len(applied.warnings)
     out["blocks_created"] = len(applied.blocks)
     out["kernel_messages"] = applied.errors + applied.warnings
-    passed = _conformance(out, [(lambda src=source: src, summary, tier if tier in (1, 2, 3) else 1)
+    passed = _conformance(out, [(source, summary, tier if tier in (1, 2, 3) else 1)
                                 for _s, _e, summary, tier, source in applied.blocks], doctrine)
     out["_summaries_passed"] = len([p for p in passed if p])
     out["_ranges"] = applied.ranges

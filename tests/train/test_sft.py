@@ -101,6 +101,7 @@ def test_missing_data_stage_is_a_clear_error(project_root, tmp_path):
     ("trainer.per_device_train_batch_size=0", "trainer.per_device_train_batch_size"),
     ("trainer.max_steps=0", "trainer.max_steps"),
     ("trainer.save_steps=0", "trainer.save_steps"),
+    ("trainer.bf16=sometimes", "trainer.bf16"),
     ("model.spec=", "model.spec: .*empty model spec"),
     ("model.spec=embedded:nope", "model.spec: .*unknown embedded model"),
 ])
@@ -109,3 +110,17 @@ def test_impossible_trainer_values_fail_at_config_validation(project_root, tmp_p
 
     with pytest.raises(ConfigError, match=key):
         smoke(project_root, tmp_path, override)
+
+
+def test_bf16_auto_follows_native_support(monkeypatch, project_root, tmp_path):
+    """``bf16: auto`` turns autocast on only where bf16 matmuls are native (emulated bf16 on
+    an AVX2-only CPU made a demo step ~20x slower than float32)."""
+    import train.sft as sft
+
+    assert smoke(project_root, tmp_path, "trainer.bf16=auto").trainer.bf16 == "auto"
+    monkeypatch.setattr(sft, "bf16_support", lambda: "none")
+    assert sft.resolve_bf16("auto") is False
+    assert sft.resolve_bf16(True) is True  # an explicit setting is kept as given
+    monkeypatch.setattr(sft, "bf16_support", lambda: "cpu-native")
+    assert sft.resolve_bf16("auto") is True
+    assert sft.resolve_bf16(False) is False
