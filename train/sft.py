@@ -229,7 +229,7 @@ def resolve_bf16(value: bool | str) -> bool:
     """A recipe's ``trainer.bf16``: true/false as given; ``auto`` on where bf16 is native.
 
     On a CPU without AVX512-BF16 or AMX, autocast emulates bf16 and a demo step took ~6
-    minutes instead of ~20 s in float32 (2026-12-02, an AVX2-only EPYC).
+    minutes instead of ~24 s in float32 (2026-12-02, an AVX2-only EPYC).
     """
     if value == "auto":
         return bf16_support() != "none"
