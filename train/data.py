@@ -17,7 +17,7 @@ from typing import Any
 from plumbing.chat_templates import SampleRejected, tokenize_sample
 from plumbing.runs import read_manifest
 
-__all__ = ["DataError", "check_data_dir", "load_split", "tokenize_split"]
+__all__ = ["DataError", "check_data_dir", "load_split", "session_key", "tokenize_split"]
 
 
 class DataError(ValueError):
@@ -55,29 +55,47 @@ def _as_obj(value: Any) -> Any:
     return value
 
 
+def session_key(meta: dict[str, Any]) -> str:
+    """The rows whose contexts can share a prefix: one session under one serving profile."""
+    return "|".join(str(meta.get(k, "")) for k in ("session_id", "window", "gate", "host", "serving_profile"))
+
+
+def _step(meta: dict[str, Any]) -> int:
+    try:
+        return int(meta.get("step") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
 def tokenize_split(ds, tokenizer, template: str, *, max_length: int, prompt_mode: str,
-                   max_samples: int | None = None):
+                   max_samples: int | None = None, with_keys: bool = False):
     """Tokenise rows into ``input_ids`` + ``assistant_masks``; return (dataset, rejects).
 
     Rejected rows (no target, empty mask, too long, wrong prompt mode, bad fields) are
-    dropped and counted by reason, never truncated and never fatal.
+    dropped and counted by reason, never truncated and never fatal. ``with_keys`` adds
+    ``session_key`` (:func:`session_key`) and ``step`` columns for shared-prefix grouping.
     """
     if max_samples is not None:
         ds = ds.select(range(min(max_samples, len(ds))))
 
+    blank = {"session_key": "", "step": 0} if with_keys else {}
+
     def encode(row: dict) -> dict:
         meta = _as_obj(row.get("meta")) or {}
+        if not isinstance(meta, dict):
+            meta = {}
         tools = _as_obj(row.get("tools"))
         messages = row.get("messages")
         if not isinstance(messages, list) or not messages:
-            return {"input_ids": [], "assistant_masks": [], "reject": "bad_messages"}
+            return {"input_ids": [], "assistant_masks": [], "reject": "bad_messages", **blank}
         if meta.get("prompt_mode") not in (None, prompt_mode):
-            return {"input_ids": [], "assistant_masks": [], "reject": "prompt_mode_mismatch"}
+            return {"input_ids": [], "assistant_masks": [], "reject": "prompt_mode_mismatch", **blank}
+        keys = {"session_key": session_key(meta), "step": _step(meta)} if with_keys else {}
         try:
             enc = tokenize_sample(tokenizer, messages, tools, template, max_length)
         except SampleRejected as exc:
-            return {"input_ids": [], "assistant_masks": [], "reject": exc.reason}
-        return {**enc, "reject": ""}
+            return {"input_ids": [], "assistant_masks": [], "reject": exc.reason, **keys}
+        return {**enc, "reject": "", **keys}
 
     mapped = ds.map(encode, remove_columns=ds.column_names, desc="tokenizing")
     rejects = Counter(r for r in mapped["reject"] if r)

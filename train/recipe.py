@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from plumbing.recipe_loader import BaseConfig
 
@@ -77,6 +77,10 @@ class DataSection(BaseConfig):
     packing: bool = False
     padding_free: bool = Field(False, description="a batch is one row of its samples back to back "
                                "(position_ids restart per sample), no padding")
+    shared_prefix: bool = Field(
+        False, description="decision points of one session train in one sequence along their shared "
+        "token prefix (each target sees only its own context; same summed loss), up to max_length "
+        "merged tokens a sequence; see train/shared_prefix.py")
     max_train_samples: int | None = Field(None, ge=1)
     max_eval_samples: int | None = Field(None, ge=1)
 
@@ -131,3 +135,15 @@ class TrainRecipe(BaseConfig):
     trainer: TrainerSection = Field(default_factory=TrainerSection)
     # Export
     export: ExportSection = Field(default_factory=ExportSection)
+
+    @model_validator(mode="after")
+    def _shared_prefix(self) -> TrainRecipe:
+        if self.data.shared_prefix:
+            if self.data.packing or self.data.padding_free:
+                raise ValueError("data.shared_prefix merges samples itself: it does not combine with "
+                                 "data.packing or data.padding_free")
+            if self.trainer.per_device_train_batch_size != 1 or self.trainer.per_device_eval_batch_size != 1:
+                raise ValueError("data.shared_prefix trains one merged sequence per batch: "
+                                 "trainer.per_device_train_batch_size and per_device_eval_batch_size must be 1 "
+                                 "(use gradient_accumulation_steps for larger steps)")
+        return self

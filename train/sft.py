@@ -85,21 +85,33 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
     tokenizer = load_tokenizer(resolved, trust_remote_code=recipe.model.trust_remote_code)
     choice = choose_template(tokenizer, recipe.model.chat_template)
     tokenizer.chat_template = choice.template
+    shared = recipe.data.shared_prefix
     with state.main_process_first():
         train_raw = load_split(recipe.data.dir, recipe.data.train_split)
         train_ds, train_rejects = tokenize_split(
             train_raw, tokenizer, choice.template, max_length=recipe.data.max_length,
-            prompt_mode=recipe.data.prompt_mode, max_samples=recipe.data.max_train_samples)
+            prompt_mode=recipe.data.prompt_mode, max_samples=recipe.data.max_train_samples, with_keys=shared)
         eval_ds, eval_rejects = None, {}
         if recipe.data.eval_split and recipe.trainer.eval_steps:
             eval_raw = load_split(recipe.data.dir, recipe.data.eval_split)
             eval_ds, eval_rejects = tokenize_split(
                 eval_raw, tokenizer, choice.template, max_length=recipe.data.max_length,
-                prompt_mode=recipe.data.prompt_mode, max_samples=recipe.data.max_eval_samples)
+                prompt_mode=recipe.data.prompt_mode, max_samples=recipe.data.max_eval_samples, with_keys=shared)
     if len(train_ds) == 0:
         raise RuntimeError(f"no trainable samples in {recipe.data.dir} (rejected: {train_rejects})")
+    train_samples = len(train_ds)
     target_tokens = sum(sum(m) for m in train_ds["assistant_masks"])
     total_tokens = sum(len(x) for x in train_ds["input_ids"])
+    merging: dict[str, Any] | None = None
+    if shared:
+        from .shared_prefix import merge_split
+
+        train_ds, merging = merge_split(train_ds, train_ds["session_key"], train_ds["step"], recipe.data.max_length)
+        if eval_ds is not None:
+            eval_ds, _ = merge_split(eval_ds, eval_ds["session_key"], eval_ds["step"], recipe.data.max_length)
+        log(f"[train] shared prefix: {merging['samples']} samples in {merging['sequences']} sequences, "
+            f"{merging['sample_tokens']:,} -> {merging['merged_tokens']:,} tokens "
+            f"({merging['sample_tokens'] / max(1, merging['merged_tokens']):.2f}x fewer)")
 
     # ------------------------------------------------------------------ model
     model_kwargs: dict[str, Any] = {}
@@ -131,7 +143,10 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
         output_dir=str(ckpt_dir),
         # Padding-free without packing: TRL refuses a max_length it would not enforce. Ours is
         # enforced already: tokenize_split drops (and counts) every sample longer than it.
-        max_length=None if recipe.data.padding_free and not recipe.data.packing else recipe.data.max_length,
+        # Shared prefix: the groups are built within max_length already (train/shared_prefix.py).
+        max_length=None if shared or (recipe.data.padding_free and not recipe.data.packing) else recipe.data.max_length,
+        remove_unused_columns=not shared,   # the merged rows carry their sample_lengths
+        dataset_kwargs={"skip_prepare_dataset": True} if shared else None,
         packing=recipe.data.packing,
         padding_free=recipe.data.padding_free,
         learning_rate=t.learning_rate,
@@ -161,9 +176,15 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
         ddp_find_unused_parameters=False,
         disable_tqdm=False,
     )
+    collator = None
+    if shared:
+        from .shared_prefix import SharedPrefixCollator
+
+        collator = SharedPrefixCollator()
     trainer = ProjectSFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds,
-                                processing_class=tokenizer, peft_config=peft_config,
-                                callbacks=callbacks, target_only_logits=t.target_only_logits)
+                                processing_class=tokenizer, peft_config=peft_config, data_collator=collator,
+                                callbacks=callbacks, target_only_logits=t.target_only_logits,
+                                shared_prefix=shared)
     trainer.data_collator = GuardedCollator(trainer.data_collator)
 
     # ------------------------------------------------------------------ train
@@ -195,12 +216,12 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
             stage, stage="train", config=recipe,
             inputs={"data": Path(recipe.data.dir)},
             doctrine=data_manifest.get("doctrine"),
-            counts={"train_samples": len(train_ds), "train_rejects": train_rejects,
+            counts={"train_samples": train_samples, "train_sequences": len(train_ds), "train_rejects": train_rejects,
                     "eval_samples": len(eval_ds) if eval_ds is not None else 0,
                     "eval_rejects": eval_rejects, "train_tokens": total_tokens,
                     "target_tokens": target_tokens},
             extra={"model": resolved.to_manifest(), "chat_template_source": choice.source,
-                   "bf16": bf16,
+                   "bf16": bf16, "shared_prefix": merging,
                    "prompt_mode": recipe.data.prompt_mode, "final_adapter": str(final),
                    # the serving profiles of the curriculum, carried to the adapter and the eval
                    "serving_profiles": data_manifest.get("serving_profiles", []),

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["MergedSequence", "merge_samples"]
+__all__ = ["MergedSequence", "SharedPrefixCollator", "group_samples", "merge_samples", "merge_split"]
 
 
 @dataclass
@@ -38,6 +38,7 @@ class MergedSequence:
     loss_targets: torch.Tensor     # [M] ... this target token
     sample_tokens: int             # tokens of the separate samples, summed
     tokens_saved: int              # sample_tokens - N
+    causal: bool = False           # the mask is plain causal (each sample extends the last): no mask needed
 
 
 def merge_samples(samples: list[tuple[list[int], list[int]]]) -> MergedSequence:
@@ -73,6 +74,9 @@ def merge_samples(samples: list[tuple[list[int], list[int]]]) -> MergedSequence:
         blocks.append((first, len(input_ids) - shared, path[:shared]))
 
     n = len(ids)
+    # Each block attends to every earlier merged token (a chain: every sample extends the
+    # sequence so far, as ordinary turns without a trailing nudge do): plain causal attention.
+    causal = all(prefix == list(range(first)) for first, _count, prefix in blocks if _count)
     mask = torch.zeros((n, n), dtype=torch.bool)
     for first, count, prefix in blocks:
         if count == 0:
@@ -93,4 +97,111 @@ def merge_samples(samples: list[tuple[list[int], list[int]]]) -> MergedSequence:
     return MergedSequence(
         input_ids=torch.tensor(ids, dtype=torch.long), position_ids=torch.tensor(pos, dtype=torch.long),
         attention_mask=mask, loss_positions=torch.tensor(loss_positions, dtype=torch.long),
-        loss_targets=torch.tensor(loss_targets, dtype=torch.long), sample_tokens=total, tokens_saved=total - n)
+        loss_targets=torch.tensor(loss_targets, dtype=torch.long), sample_tokens=total, tokens_saved=total - n,
+        causal=causal)
+
+
+def _shared_length(trie: dict[tuple[int, int], int], input_ids: list[int]) -> int:
+    """How many leading tokens of ``input_ids`` the trie already holds."""
+    parent, k = -1, 0
+    for tok in input_ids:
+        node = trie.get((parent, tok))
+        if node is None:
+            break
+        parent, k = node, k + 1
+    return k
+
+
+def _insert(trie: dict[tuple[int, int], int], input_ids: list[int], size: int) -> int:
+    """Add ``input_ids`` to the trie (merged indices from ``size``); return the new size."""
+    parent = -1
+    for tok in input_ids:
+        node = trie.get((parent, tok))
+        if node is None:
+            node = size
+            trie[(parent, tok)] = node
+            size += 1
+        parent = node
+    return size
+
+
+def group_samples(keys: list[str], orders: list[int], lengths_ids: list[list[int]],
+                  max_length: int) -> list[list[int]]:
+    """Indices of the samples that train together: samples of one key (a session under one
+    serving profile), in ``orders`` order, added to a group while its merged sequence stays
+    within ``max_length`` tokens. A sample never joins a group of another key."""
+    by_key: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        by_key.setdefault(key, []).append(i)
+    groups: list[list[int]] = []
+    for key in sorted(by_key):
+        members = sorted(by_key[key], key=lambda i: (orders[i], i))
+        trie: dict[tuple[int, int], int] = {}
+        size, current = 0, []
+        for i in members:
+            ids = lengths_ids[i]
+            new = len(ids) - _shared_length(trie, ids)
+            if current and size + new > max_length:
+                groups.append(current)
+                trie, size, current = {}, 0, []
+            size = _insert(trie, ids, size)
+            current.append(i)
+        if current:
+            groups.append(current)
+    return groups
+
+
+def merge_split(ds, keys: list[str], orders: list[int], max_length: int):
+    """A tokenised split (``input_ids`` + ``assistant_masks`` rows) as one row per group of
+    :func:`group_samples`: the samples' ``input_ids`` and ``labels`` back to back with their
+    ``sample_lengths``, for :class:`SharedPrefixCollator`. Returns (dataset, figures)."""
+    from datasets import Dataset
+
+    ids = ds["input_ids"]
+    masks = ds["assistant_masks"]
+    groups = group_samples(keys, orders, ids, max_length)
+    rows: dict[str, list] = {"input_ids": [], "labels": [], "sample_lengths": []}
+    merged_tokens = 0
+    for g in groups:
+        flat, labels = [], []
+        for i in g:
+            flat.extend(ids[i])
+            labels.extend(t if m else -100 for t, m in zip(ids[i], masks[i], strict=True))
+        rows["input_ids"].append(flat)
+        rows["labels"].append(labels)
+        rows["sample_lengths"].append([len(ids[i]) for i in g])
+        trie: dict[tuple[int, int], int] = {}
+        size = 0
+        for i in g:
+            size = _insert(trie, ids[i], size)
+        merged_tokens += size
+    sample_tokens = sum(len(x) for x in ids)
+    figures = {"samples": len(ids), "sequences": len(groups), "sample_tokens": sample_tokens,
+               "merged_tokens": merged_tokens, "tokens_saved": sample_tokens - merged_tokens,
+               "max_samples_per_sequence": max((len(g) for g in groups), default=0)}
+    return Dataset.from_dict(rows), figures
+
+
+class SharedPrefixCollator:
+    """One merged sequence per batch (``per_device_train_batch_size: 1``): the row's samples
+    merged by :func:`merge_samples`. The batch holds ``input_ids``/``position_ids`` [1, N],
+    a [1, 1, N, N] boolean ``attention_mask`` (left out when it is plain causal),
+    ``loss_positions`` [M] and the targets as ``labels``/``shift_labels`` [1, M] (the
+    Trainer counts the step's target tokens from ``shift_labels``)."""
+
+    def __call__(self, features: list[dict]) -> dict[str, torch.Tensor]:
+        if len(features) != 1:
+            raise ValueError("data.shared_prefix trains one merged sequence per batch: set "
+                             "trainer.per_device_train_batch_size (and per_device_eval_batch_size) to 1")
+        row = features[0]
+        samples, start = [], 0
+        for n in row["sample_lengths"]:
+            samples.append((list(row["input_ids"][start:start + n]), list(row["labels"][start:start + n])))
+            start += n
+        m = merge_samples(samples)
+        batch = {"input_ids": m.input_ids[None], "position_ids": m.position_ids[None],
+                 "loss_positions": m.loss_positions, "labels": m.loss_targets[None],
+                 "shift_labels": m.loss_targets[None]}
+        if not m.causal:
+            batch["attention_mask"] = m.attention_mask[None, None]
+        return batch

@@ -7,7 +7,9 @@ masks afterwards: the 49K-vocabulary projection (and its recomputation in the ba
 over the whole context is a large share of a 135M model's step. With
 ``trainer.target_only_logits: true`` the model's own forward keeps the logits of the
 target positions only (transformers' ``logits_to_keep`` with an index tensor), and the
-loss is the same token-summed cross-entropy, normalised the way TRL's is.
+loss is the same token-summed cross-entropy, normalised the way TRL's is. With
+``data.shared_prefix: true`` a batch is one merged sequence of several decision points
+(train/shared_prefix.py): its targets are scored at their own hidden states the same way.
 
 Imported by ``train.sft`` inside ``run_training`` (TRL is a heavy import).
 """
@@ -32,48 +34,73 @@ def target_positions(labels: torch.Tensor) -> torch.Tensor:
 
 
 class ProjectSFTTrainer(SFTTrainer):
-    def __init__(self, *args, target_only_logits: bool = False, **kwargs):
+    def __init__(self, *args, target_only_logits: bool = False, shared_prefix: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.target_only_logits = target_only_logits
+        self.shared_prefix = shared_prefix
         self._total_target_tokens = 0
-        if target_only_logits and (self.compute_loss_func is not None or self.label_smoother is not None
-                                   or self.args.loss_type != "nll" or self.aux_loss_enabled):
-            raise ValueError("trainer.target_only_logits computes the plain token NLL; it does not combine "
-                             "with a custom loss, label smoothing, another loss_type or an MoE aux loss")
+        if (target_only_logits or shared_prefix) and (
+                self.compute_loss_func is not None or self.label_smoother is not None
+                or self.args.loss_type != "nll" or self.aux_loss_enabled):
+            raise ValueError("trainer.target_only_logits and data.shared_prefix compute the plain token NLL; they do "
+                             "not combine with a custom loss, label smoothing, another loss_type or an MoE aux loss")
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        labels = inputs["labels"]
         if self.model.training:
             # Target tokens trained on so far (``num_target_tokens`` beside TRL's ``num_tokens``):
-            # the figure that training throughput is measured in.
-            n = (inputs["labels"][:, 1:] != -100).sum()
-            self._total_target_tokens += self.accelerator.gather_for_metrics(n).sum().item()
+            # the figure that training throughput is measured in. A merged (shared-prefix)
+            # batch carries its targets as labels already; otherwise a label row is unshifted.
+            n = labels.numel() if self.shared_prefix else (labels[:, 1:] != -100).sum()
+            self._total_target_tokens += self.accelerator.gather_for_metrics(torch.as_tensor(n)).sum().item()
             self._metrics["train"]["num_target_tokens"] = [self._total_target_tokens]
+        if self.shared_prefix:
+            return self._merged_loss(model, inputs, return_outputs, num_items_in_batch)
         # The logits for compute_metrics (return_outputs) are the full ones: TRL's path.
         if not self.target_only_logits or return_outputs:
             return super().compute_loss(model, inputs, return_outputs=return_outputs,
                                         num_items_in_batch=num_items_in_batch)
         mode = "train" if self.model.training else "eval"
-        labels = inputs["labels"]
         keep = target_positions(labels)
         model_inputs = {k: v for k, v in inputs.items() if k != "labels"}
         model_inputs["use_cache"] = False
         logits = model(**model_inputs, logits_to_keep=keep).logits.float()  # (batch, targets, vocab)
         targets = labels[:, 1:][:, keep]
-        valid = targets != -100
+        loss = self._nll(logits, targets, num_items_in_batch)
+        if "attention_mask" in inputs:
+            seen = inputs["attention_mask"].sum()
+        else:  # a padding-free batch is one row without one
+            seen = torch.tensor(inputs["input_ids"].size(1), device=inputs["input_ids"].device)
+        self._record_metrics(mode, logits.detach(), targets, seen)
+        return loss
+
+    def _merged_loss(self, model, inputs, return_outputs, num_items_in_batch):
+        """The loss of one shared-prefix sequence (train/shared_prefix.py): the hidden states at
+        ``loss_positions`` projected to logits, scored against their targets (``labels``)."""
+        mode = "train" if self.model.training else "eval"
+        targets = inputs["labels"]  # (1, targets)
+        model_inputs = {k: inputs[k] for k in ("input_ids", "position_ids", "attention_mask") if k in inputs}
+        logits = model(**model_inputs, use_cache=False, logits_to_keep=inputs["loss_positions"]).logits.float()
+        loss = self._nll(logits, targets, num_items_in_batch)
+        seen = torch.tensor(inputs["input_ids"].size(1), device=inputs["input_ids"].device)
+        self._record_metrics(mode, logits.detach(), targets, seen)
+        return (loss, {"logits": logits}) if return_outputs else loss
+
+    def _nll(self, logits, targets, num_items_in_batch):
         nll_sum = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1),
                                   ignore_index=-100, reduction="sum")
         # As TRL: the token sum over the tokens of the whole optimizer step when the Trainer
         # counted them (gradient accumulation), else over this batch's.
-        denom = valid.sum() if num_items_in_batch is None else num_items_in_batch
+        denom = (targets != -100).sum() if num_items_in_batch is None else num_items_in_batch
         loss = nll_sum / torch.as_tensor(denom).clamp(min=1)
         if self.args.average_tokens_across_devices and num_items_in_batch is not None:
             loss = loss * (self.accelerator.num_processes // self.get_tp_size())
-        self._record_metrics(mode, inputs, logits.detach(), targets, valid)
         return loss
 
-    def _record_metrics(self, mode, inputs, logits, targets, valid):
+    def _record_metrics(self, mode, logits, targets, seen):
         """The per-batch figures TRL logs (entropy, mean_token_accuracy, num_tokens),
-        computed from the kept logits only."""
+        computed from the kept logits only; ``seen`` is the tokens the model processed."""
+        valid = targets != -100
         logp = logits.log_softmax(-1)
         entropy = -(logp.exp() * logp).sum(-1)
         correct = (logits.argmax(-1) == targets) & valid
@@ -84,11 +111,5 @@ class ProjectSFTTrainer(SFTTrainer):
         self._metrics[mode]["entropy"].append((ent_sum / n_valid).item() if n_valid > 0 else 0.0)
         self._metrics[mode]["mean_token_accuracy"].append((n_correct / n_valid).item() if n_valid > 0 else 0.0)
         if mode == "train":
-            # Tokens the model processed: padded batches count their attention mask, a
-            # padding-free batch is one row without one.
-            if "attention_mask" in inputs:
-                local = inputs["attention_mask"].sum()
-            else:
-                local = torch.tensor(inputs["input_ids"].size(1), device=inputs["input_ids"].device)
-            self._total_train_tokens += gather(local).sum().item() // self._tp_size
+            self._total_train_tokens += gather(seen).sum().item() // self._tp_size
         self._metrics[mode]["num_tokens"] = [self._total_train_tokens]

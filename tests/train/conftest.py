@@ -31,14 +31,17 @@ def _doctrine_sha() -> str:
     return load_doctrine("v1").sha256
 
 
-def make_row(i: int, kind: str) -> dict:
-    path = f"src/module_{i}.py"
+def make_row(i: int, kind: str, session: int | None = None) -> dict:
+    """Row ``i``; rows given the same ``session`` share its history (decision points of one
+    session, as shared-prefix training merges them), at step ``i``."""
+    h = i if session is None else session
+    path = f"src/module_{h}.py"
     history = [
         {"role": "system", "content": "You are a coding agent. Tools: compress, bash."},
         {"role": "user", "content": f"Fix the failing test in {path}."},
-        {"role": "assistant", "content": "", "tool_calls": [call(f"c{i}a", "bash", {"cmd": f"pytest -q tests/test_{i}.py"})]},
-        {"role": "tool", "tool_call_id": f"c{i}a", "name": "bash",
-         "content": f"FAILED tests/test_{i}.py::test_parse - ValueError: bad token at line {10 + i}\n1 failed, {i} passed"},
+        {"role": "assistant", "content": "", "tool_calls": [call(f"c{h}a", "bash", {"cmd": f"pytest -q tests/test_{h}.py"})]},
+        {"role": "tool", "tool_call_id": f"c{h}a", "name": "bash",
+         "content": f"FAILED tests/test_{h}.py::test_parse - ValueError: bad token at line {10 + h}\n1 failed, {h} passed"},
     ]
     if kind == "compress":
         history.append({"role": "user", "content": f"Compressible ranges (1, oldest first):\n  m00002–m00004  3 msgs  {200 + i}  [tool 67% | text 33%]"})
@@ -51,16 +54,21 @@ def make_row(i: int, kind: str) -> dict:
     else:
         target = {"role": "assistant", "content": "", "tool_calls": [call(f"c{i}c", "bash", {"cmd": f"sed -n {5 + i},{20 + i}p {path}"})]}
     return {"messages": history + [target], "tools": json.dumps(TOOLS),
-            "meta": {"kind": kind, "source": "synthetic", "session_id": f"s{i}", "doctrine_version": "v1",
+            "meta": {"kind": kind, "source": "synthetic", "session_id": f"s{h}", "step": i, "doctrine_version": "v1",
                      "doctrine_sha256": _doctrine_sha(), "labeler": "fixture", "prompt_mode": "distilled"}}
 
 
-def build_sft_data(root: Path, n_train: int = 12, n_val: int = 4) -> Path:
+def build_sft_data(root: Path, n_train: int = 12, n_val: int = 4, session_rows: int = 1) -> Path:
+    """``session_rows`` > 1: consecutive rows form sessions of that many decision points."""
     from datasets import Dataset
 
     kinds = ["compress", "refusal", "ordinary"]
-    for split, rows in (("train", [make_row(i, kinds[i % 3]) for i in range(n_train)]),
-                        ("validation", [make_row(100 + i, kinds[i % 3]) for i in range(n_val)])):
+
+    def session(i: int) -> int | None:
+        return None if session_rows == 1 else 1000 + i // session_rows
+
+    for split, rows in (("train", [make_row(i, kinds[i % 3], session(i)) for i in range(n_train)]),
+                        ("validation", [make_row(100 + i, kinds[i % 3], session(100 + i)) for i in range(n_val)])):
         (root / split).mkdir(parents=True, exist_ok=True)
         Dataset.from_list(rows).to_parquet(str(root / split / "shard-00000.parquet"))
     write_manifest(root, stage="data", counts={"train": n_train, "validation": n_val},
@@ -71,3 +79,9 @@ def build_sft_data(root: Path, n_train: int = 12, n_val: int = 4) -> Path:
 @pytest.fixture(scope="session")
 def sft_data_dir(tmp_path_factory) -> Path:
     return build_sft_data(tmp_path_factory.mktemp("sftdata") / "data")
+
+
+@pytest.fixture(scope="session")
+def session_sft_data_dir(tmp_path_factory) -> Path:
+    """The same curriculum with sessions of three decision points sharing their history."""
+    return build_sft_data(tmp_path_factory.mktemp("sessiondata") / "data", session_rows=3)

@@ -18,7 +18,7 @@ from train.sft import run_training
 TINY = "tiny:smollm2-135m-instruct"
 
 
-def _trainer(tmp_path, data_dir, *, padding_free=False, target_only_logits=False):
+def _trainer(tmp_path, data_dir, *, padding_free=False, target_only_logits=False, shared_prefix=False):
     from peft import LoraConfig
     from trl import SFTConfig
 
@@ -31,14 +31,23 @@ def _trainer(tmp_path, data_dir, *, padding_free=False, target_only_logits=False
     tok = load_tokenizer(resolved)
     tok.chat_template = choose_template(tok, "auto").template
     ds, _ = tokenize_split(load_split(data_dir, "train"), tok, tok.chat_template,
-                           max_length=2048, prompt_mode="distilled")
-    args = SFTConfig(output_dir=str(tmp_path / "out"), max_length=None if padding_free else 2048,
-                     padding_free=padding_free, per_device_train_batch_size=3, report_to=["none"],
-                     use_cpu=True, shuffle_dataset=False)
+                           max_length=2048, prompt_mode="distilled", with_keys=True)
+    collator, extra = None, {}
+    if shared_prefix:
+        from train.shared_prefix import SharedPrefixCollator, merge_split
+
+        ds, _ = merge_split(ds, ds["session_key"], ds["step"], 8192)
+        collator = SharedPrefixCollator()
+        extra = {"remove_unused_columns": False, "dataset_kwargs": {"skip_prepare_dataset": True}}
+    else:
+        ds = ds.remove_columns(["session_key", "step"])
+    args = SFTConfig(output_dir=str(tmp_path / "out"), max_length=None if padding_free or shared_prefix else 2048,
+                     padding_free=padding_free, per_device_train_batch_size=1 if shared_prefix else 3,
+                     report_to=["none"], use_cpu=True, shuffle_dataset=False, **extra)
     trainer = ProjectSFTTrainer(
         model=load_model(resolved, dtype="float32"), args=args, train_dataset=ds, processing_class=tok,
         peft_config=LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"),
-        target_only_logits=target_only_logits)
+        data_collator=collator, target_only_logits=target_only_logits, shared_prefix=shared_prefix)
     # LoRA B starts at zero, which would leave every A gradient zero: give both factors
     # seeded values (the same in every trainer) so that every LoRA gradient is compared.
     gen = torch.Generator().manual_seed(1)
@@ -196,3 +205,52 @@ def test_lora_layers_adapt_only_those_layers_and_backward_stops_below_them(proje
                       [f"data.dir={sft_data_dir}", f"lora.layers=[{len(layers)}]"])
     with pytest.raises(ValueError, match="decoder layers"):
         run_training(bad, tmp_path / "bad")
+
+
+def test_shared_prefix_batch_same_loss_and_grads_as_its_samples(tmp_path, session_sft_data_dir):
+    """data.shared_prefix: one merged sequence of a session's decision points gives the loss
+    (token mean over all its targets) and the LoRA gradients of the same samples trained as
+    one padded batch, and processes fewer tokens than they hold."""
+    from train.shared_prefix import group_samples
+
+    merged = _trainer(tmp_path / "m", session_sft_data_dir, shared_prefix=True, target_only_logits=True)
+    row = next(r for r in merged.train_dataset if len(r["sample_lengths"]) >= 2)
+    loss_m, grads_m, batch = _loss_and_grads(merged, [row])
+    assert len(batch["input_ids"][0]) < sum(row["sample_lengths"])  # the shared history once
+
+    std = _trainer(tmp_path / "s", session_sft_data_dir, target_only_logits=True)
+    ids = std.train_dataset["input_ids"]
+    lengths = [len(x) for x in ids]
+    # The std dataset keeps tokenisation order; find the samples of the merged row in it.
+    start, members = 0, []
+    flat = row["input_ids"]
+    for n in row["sample_lengths"]:
+        members.append(next(i for i, x in enumerate(ids) if lengths[i] == n and list(x) == list(flat[start:start + n])))
+        start += n
+    assert group_samples(["k"] * len(members), list(range(len(members))), [ids[i] for i in members], 10**6) == \
+        [list(range(len(members)))]
+    loss_s, grads_s, _ = _loss_and_grads(std, [std.train_dataset[i] for i in members])
+    assert loss_m.item() == pytest.approx(loss_s.item(), rel=1e-5)
+    assert grads_m.keys() == grads_s.keys()
+    for name in grads_s:
+        torch.testing.assert_close(grads_m[name], grads_s[name], rtol=1e-4, atol=1e-6)
+
+
+def test_shared_prefix_recipe_trains_and_records_the_savings(project_root, session_sft_data_dir, tmp_path):
+    """The recipe switch reaches the trainer: a run trains on merged sequences, the manifest
+    records how many tokens merging saved, and a shared-prefix recipe with a batch of 2 is
+    refused at validation."""
+    recipe = load_config(project_root / "configs/train/smoke.yaml", TrainRecipe,
+                         [f"data.dir={session_sft_data_dir}", "trainer.save_steps=100", "trainer.max_steps=3",
+                          "trainer.per_device_train_batch_size=1", "data.shared_prefix=true",
+                          "trainer.target_only_logits=true"])
+    out = run_training(recipe, tmp_path / "sp")
+    manifest = json.loads((out / "manifest.json").read_text())
+    figures = manifest["shared_prefix"]
+    assert figures["sequences"] < figures["samples"] == manifest["counts"]["train_samples"]
+    assert 0 < figures["tokens_saved"] == figures["sample_tokens"] - figures["merged_tokens"]
+    assert manifest["counts"]["train_sequences"] == figures["sequences"]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert len(metrics["losses"]) == 3 and all(x > 0 for x in metrics["losses"])
+    with pytest.raises(ValueError, match="one merged sequence per batch"):
+        load_config(project_root / "configs/train/smoke.yaml", TrainRecipe, ["data.shared_prefix=true"])
