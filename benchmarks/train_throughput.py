@@ -11,8 +11,10 @@ trained on), total tokens/s (every token the model processed), peak RSS, the mea
 those steps and the ratio of target tokens/s to the current demo recipe. The loss column
 is the check that a variant trains the same thing: the batch-1 variants take the same
 optimizer steps on the same samples and match the baseline's loss to float tolerance; the
-batch-2 variant takes half the steps over the same samples, so its loss differs by design.
-Figures, not assertions.
+batch-2 variant takes half the steps over the same samples, so its loss differs by design,
+and a shared-prefix step is one merged sequence of a session's samples (other samples, so
+its loss differs too; its tok/s counts merged tokens, each computed once). Figures, not
+assertions.
 """
 
 from __future__ import annotations
@@ -56,6 +58,12 @@ VARIANTS: dict[str, list[str]] = {
     "target-only, no-ckpt, LoRA upper 10 layers": [
         *BASELINE, "trainer.target_only_logits=true", "model.gradient_checkpointing=false",
         "lora.layers=[20,21,22,23,24,25,26,27,28,29]"],
+    # A session's decision points in one merged sequence along their shared prefix (data.shared_prefix):
+    # a step is one such sequence (1-5 samples), so steps hold different samples from the
+    # rows above and the loss column is not comparable; tok/s counts the merged tokens.
+    "shared-prefix, target-only, no-ckpt, LoRA upper 10 layers": [
+        *BASELINE, "trainer.target_only_logits=true", "model.gradient_checkpointing=false",
+        "lora.layers=[20,21,22,23,24,25,26,27,28,29]", "data.shared_prefix=true"],
     # Two samples a step, back to back in one row: the same tokens per second at best on a
     # CPU (no padding to skip at batch 1); its point is a GPU's larger batches.
     "padding-free x2, target-only, no-ckpt": [

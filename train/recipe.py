@@ -142,6 +142,9 @@ class TrainRecipe(BaseConfig):
             if self.data.packing or self.data.padding_free:
                 raise ValueError("data.shared_prefix merges samples itself: it does not combine with "
                                  "data.packing or data.padding_free")
+            if self.model.attn_implementation not in (None, "sdpa"):
+                raise ValueError("data.shared_prefix runs its own block-wise attention (sdpa inside): "
+                                 f"model.attn_implementation {self.model.attn_implementation!r} does not combine")
             if self.trainer.per_device_train_batch_size != 1 or self.trainer.per_device_eval_batch_size != 1:
                 raise ValueError("data.shared_prefix trains one merged sequence per batch: "
                                  "trainer.per_device_train_batch_size and per_device_eval_batch_size must be 1 "

@@ -117,6 +117,11 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
     model_kwargs: dict[str, Any] = {}
     if recipe.model.attn_implementation:
         model_kwargs["attn_implementation"] = recipe.model.attn_implementation
+    if shared:
+        from .shared_prefix import register_attention
+
+        # Block-wise attention over the merged sequence (sdpa inside, no N x N mask).
+        model_kwargs["attn_implementation"] = register_attention()
     if recipe.lora.qlora:
         from transformers import BitsAndBytesConfig
 

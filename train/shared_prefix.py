@@ -25,8 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
-__all__ = ["MergedSequence", "SharedPrefixCollator", "group_samples", "merge_samples", "merge_split"]
+__all__ = ["ATTENTION", "MergedSequence", "SharedPrefixCollator", "group_samples", "merge_samples", "merge_split",
+           "prefix_attention", "register_attention"]
+
+# The attention implementation a shared-prefix run loads the model with (register_attention).
+ATTENTION = "dtw_shared_prefix"
 
 
 @dataclass
@@ -39,6 +44,7 @@ class MergedSequence:
     sample_tokens: int             # tokens of the separate samples, summed
     tokens_saved: int              # sample_tokens - N
     causal: bool = False           # the mask is plain causal (each sample extends the last): no mask needed
+    blocks: tuple = ()             # (first merged index, count, prefix path) per sample: the mask, sparse
 
 
 def merge_samples(samples: list[tuple[list[int], list[int]]]) -> MergedSequence:
@@ -98,7 +104,7 @@ def merge_samples(samples: list[tuple[list[int], list[int]]]) -> MergedSequence:
         input_ids=torch.tensor(ids, dtype=torch.long), position_ids=torch.tensor(pos, dtype=torch.long),
         attention_mask=mask, loss_positions=torch.tensor(loss_positions, dtype=torch.long),
         loss_targets=torch.tensor(loss_targets, dtype=torch.long), sample_tokens=total, tokens_saved=total - n,
-        causal=causal)
+        causal=causal, blocks=tuple(blocks))
 
 
 def _shared_length(trie: dict[tuple[int, int], int], input_ids: list[int]) -> int:
@@ -185,9 +191,14 @@ def merge_split(ds, keys: list[str], orders: list[int], max_length: int):
 class SharedPrefixCollator:
     """One merged sequence per batch (``per_device_train_batch_size: 1``): the row's samples
     merged by :func:`merge_samples`. The batch holds ``input_ids``/``position_ids`` [1, N],
-    a [1, 1, N, N] boolean ``attention_mask`` (left out when it is plain causal),
-    ``loss_positions`` [M] and the targets as ``labels``/``shift_labels`` [1, M] (the
-    Trainer counts the step's target tokens from ``shift_labels``)."""
+    ``prefix_blocks`` (per sample block: first merged index, token count, prefix path as an
+    index tensor, for :func:`prefix_attention`), ``loss_positions`` [M] and the targets as
+    ``labels``/``shift_labels`` [1, M] (the Trainer counts the step's target tokens from
+    ``shift_labels``). ``dense_mask=True`` gives the [1, 1, N, N] boolean ``attention_mask``
+    instead of the blocks (plain sdpa; the reference the blocks are tested against)."""
+
+    def __init__(self, dense_mask: bool = False):
+        self.dense_mask = dense_mask
 
     def __call__(self, features: list[dict]) -> dict[str, torch.Tensor]:
         if len(features) != 1:
@@ -202,6 +213,60 @@ class SharedPrefixCollator:
         batch = {"input_ids": m.input_ids[None], "position_ids": m.position_ids[None],
                  "loss_positions": m.loss_positions, "labels": m.loss_targets[None],
                  "shift_labels": m.loss_targets[None]}
-        if not m.causal:
-            batch["attention_mask"] = m.attention_mask[None, None]
+        if self.dense_mask:
+            if not m.causal:
+                batch["attention_mask"] = m.attention_mask[None, None]
+        else:
+            batch["prefix_blocks"] = [(first, count, torch.tensor(prefix, dtype=torch.long))
+                                      for first, count, prefix in m.blocks if count]
         return batch
+
+
+def prefix_attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,
+                     prefix_blocks=None, **kwargs):
+    """Attention over a merged sequence, block by block: a sample's own tokens attend to its
+    prefix path (gathered) and causally to each other, so no N x N mask is built and the
+    first block (no prefix) runs the plain causal kernel. Without ``prefix_blocks`` it is
+    transformers' sdpa attention. Shapes as transformers passes them: query [1, H, N, d],
+    key/value [1, KV, N, d]; returns ([1, N, H, d], None)."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if prefix_blocks is None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                      scaling=scaling, **kwargs)
+    if query.shape[0] != 1:
+        raise ValueError("prefix_attention takes one merged sequence (batch size 1)")
+    gqa = getattr(module, "num_key_value_groups", 1) > 1
+    outs = []
+    for first, count, prefix in prefix_blocks:
+        q = query[:, :, first:first + count]
+        k, v = key[:, :, first:first + count], value[:, :, first:first + count]
+        n_prefix = int(prefix.numel())
+        if n_prefix == 0:
+            o = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, scale=scaling, is_causal=True,
+                                               enable_gqa=gqa)
+        else:
+            prefix = prefix.to(key.device)
+            k = torch.cat([key.index_select(2, prefix), k], dim=2)
+            v = torch.cat([value.index_select(2, prefix), v], dim=2)
+            # Causal aligned to the bottom right: own token i sees the prefix and own tokens <= i.
+            cols = torch.arange(n_prefix + count, device=query.device)
+            mask = cols[None, :] <= (n_prefix + torch.arange(count, device=query.device))[:, None]
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scaling,
+                                               enable_gqa=gqa)
+        outs.append(o)
+    out = torch.cat(outs, dim=2)
+    if out.shape[2] != query.shape[2]:
+        raise ValueError(f"prefix_blocks cover {out.shape[2]} of the sequence's {query.shape[2]} tokens")
+    return out.transpose(1, 2).contiguous(), None
+
+
+def register_attention() -> str:
+    """Register :func:`prefix_attention` with transformers (attention and, for the plain
+    path, sdpa's mask function) under :data:`ATTENTION`; return the name."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(ATTENTION, prefix_attention)
+    AttentionMaskInterface.register(ATTENTION, sdpa_mask)
+    return ATTENTION

@@ -79,7 +79,15 @@ class ProjectSFTTrainer(SFTTrainer):
         ``loss_positions`` projected to logits, scored against their targets (``labels``)."""
         mode = "train" if self.model.training else "eval"
         targets = inputs["labels"]  # (1, targets)
-        model_inputs = {k: inputs[k] for k in ("input_ids", "position_ids", "attention_mask") if k in inputs}
+        model_inputs = {k: inputs[k] for k in ("input_ids", "position_ids", "attention_mask", "prefix_blocks")
+                        if k in inputs}
+        if "prefix_blocks" in inputs:
+            from .shared_prefix import ATTENTION
+
+            impl = getattr(self.accelerator.unwrap_model(model).config, "_attn_implementation", None)
+            if impl != ATTENTION:  # sdpa would ignore the blocks and attend across samples
+                raise RuntimeError(f"a shared-prefix batch needs the model loaded with attn_implementation="
+                                   f"{ATTENTION!r} (train.shared_prefix.register_attention), not {impl!r}")
         logits = model(**model_inputs, use_cache=False, logits_to_keep=inputs["loss_positions"]).logits.float()
         loss = self._nll(logits, targets, num_items_in_batch)
         seen = torch.tensor(inputs["input_ids"].size(1), device=inputs["input_ids"].device)

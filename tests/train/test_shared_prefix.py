@@ -93,3 +93,43 @@ def test_merged_loss_and_grads_equal_the_sum_over_separate_samples(lora_model):
             for ids, labels in samples])
     assert (logits.detach() - sep_logits).abs().max() < 1e-4
     assert (wrong - sep_logits).abs().max() > 1e-2
+
+
+def test_block_attention_matches_the_dense_mask(tiny_model_dir):
+    """prefix_attention (the shared-prefix runs' attention: per-sample blocks, no N x N mask)
+    gives the dense-mask logits and LoRA gradients, and falls back to plain sdpa without blocks."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from train.shared_prefix import SharedPrefixCollator, register_attention
+
+    samples = _session_samples()
+    row = {"input_ids": [t for ids, _ in samples for t in ids], "labels": [t for _, lab in samples for t in lab],
+           "sample_lengths": [len(ids) for ids, _ in samples]}
+    dense = SharedPrefixCollator(dense_mask=True)([row])
+    sparse = SharedPrefixCollator()([row])
+    assert "attention_mask" not in sparse and len(sparse["prefix_blocks"]) == 3
+
+    def run(attn, batch, **extra):
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32, attn_implementation=attn)
+        model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "k_proj", "v_proj"],
+                                                 init_lora_weights=False, task_type="CAUSAL_LM"))
+        inputs = {k: batch[k] for k in ("input_ids", "position_ids", "attention_mask", "prefix_blocks") if k in batch}
+        logits = model(**inputs, logits_to_keep=batch["loss_positions"]).logits[0]
+        F.cross_entropy(logits, batch["labels"][0], reduction="sum").backward()
+        grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+        with torch.no_grad():
+            plain = model(input_ids=batch["input_ids"][:, :20]).logits
+        return logits.detach(), grads, plain
+
+    want, want_grads, want_plain = run("sdpa", dense)
+    got, got_grads, got_plain = run(register_attention(), sparse)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    for name, g in want_grads.items():
+        assert g.abs().sum() > 0, name
+        torch.testing.assert_close(got_grads[name], g, rtol=1e-4, atol=1e-6, msg=name)
+    torch.testing.assert_close(got_plain, want_plain)
+    # Blocks that cover only part of the sequence are an error, not a silent causal pass.
+    with pytest.raises(ValueError, match="cover"):
+        run(register_attention(), {**sparse, "prefix_blocks": sparse["prefix_blocks"][:2]})

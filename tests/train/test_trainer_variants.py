@@ -32,20 +32,21 @@ def _trainer(tmp_path, data_dir, *, padding_free=False, target_only_logits=False
     tok.chat_template = choose_template(tok, "auto").template
     ds, _ = tokenize_split(load_split(data_dir, "train"), tok, tok.chat_template,
                            max_length=2048, prompt_mode="distilled", with_keys=True)
-    collator, extra = None, {}
+    collator, extra, load = None, {}, {}
     if shared_prefix:
-        from train.shared_prefix import SharedPrefixCollator, merge_split
+        from train.shared_prefix import SharedPrefixCollator, merge_split, register_attention
 
         ds, _ = merge_split(ds, ds["session_key"], ds["step"], 8192)
         collator = SharedPrefixCollator()
         extra = {"remove_unused_columns": False, "dataset_kwargs": {"skip_prepare_dataset": True}}
+        load = {"attn_implementation": register_attention()}
     else:
         ds = ds.remove_columns(["session_key", "step"])
     args = SFTConfig(output_dir=str(tmp_path / "out"), max_length=None if padding_free or shared_prefix else 2048,
                      padding_free=padding_free, per_device_train_batch_size=1 if shared_prefix else 3,
                      report_to=["none"], use_cpu=True, shuffle_dataset=False, **extra)
     trainer = ProjectSFTTrainer(
-        model=load_model(resolved, dtype="float32"), args=args, train_dataset=ds, processing_class=tok,
+        model=load_model(resolved, dtype="float32", **load), args=args, train_dataset=ds, processing_class=tok,
         peft_config=LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"),
         data_collator=collator, target_only_logits=target_only_logits, shared_prefix=shared_prefix)
     # LoRA B starts at zero, which would leave every A gradient zero: give both factors
