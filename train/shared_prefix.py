@@ -14,6 +14,13 @@ the separate samples' token losses.
                    attention_mask=merged.attention_mask[None, None],
                    logits_to_keep=merged.loss_positions).logits
 
+Training (``data.shared_prefix: true``, train/sft.py) does not build that N x N mask: sdpa's
+masked kernel costs ~2.2x its causal one per token pair on the CPU, which ate the saving.
+:func:`merge_split` groups a tokenised split by session (:func:`group_samples`), the
+:class:`SharedPrefixCollator` merges a group per batch, and :func:`prefix_attention`
+(registered as ``attn_implementation`` :data:`ATTENTION`) attends block by block: a
+sample's own tokens against its gathered prefix path plus themselves, causally.
+
 Labels are TRL's (unshifted: ``labels[k]`` is the token at ``k`` when it is a target,
 else -100). The target of sample position ``k`` is predicted by the hidden state at
 ``k - 1``; in a trie the token after a node is not the next merged token, so the loss is a
