@@ -133,3 +133,18 @@ def test_block_attention_matches_the_dense_mask(tiny_model_dir):
     # Blocks that cover only part of the sequence are an error, not a silent causal pass.
     with pytest.raises(ValueError, match="cover"):
         run(register_attention(), {**sparse, "prefix_blocks": sparse["prefix_blocks"][:2]})
+
+
+def test_grouping_keeps_sessions_apart_in_step_order_within_the_length_cap():
+    from train.shared_prefix import group_samples
+
+    history = list(range(100, 140))
+    a, b, c = history + [1, 2], history + [3, 4, 5], history + [6]
+    other = history + [7]
+    # b is step 0, a step 1, c step 2 of session s; "other" shares the tokens but not the session.
+    keys, steps, ids = ["s", "s", "s", "t"], [1, 0, 2, 0], [a, b, c, other]
+    assert group_samples(keys, steps, ids, 10_000) == [[1, 0, 2], [3]]
+    # 43 + 2 new tokens fit 45; c's one more token does not, so it starts the next sequence.
+    assert group_samples(keys, steps, ids, 45) == [[1, 0], [2], [3]]
+    # A sample longer than the cap still trains, alone.
+    assert group_samples(["s"], [0], [a], 5) == [[0]]

@@ -212,8 +212,6 @@ def test_shared_prefix_batch_same_loss_and_grads_as_its_samples(tmp_path, sessio
     """data.shared_prefix: one merged sequence of a session's decision points gives the loss
     (token mean over all its targets) and the LoRA gradients of the same samples trained as
     one padded batch, and processes fewer tokens than they hold."""
-    from train.shared_prefix import group_samples
-
     merged = _trainer(tmp_path / "m", session_sft_data_dir, shared_prefix=True, target_only_logits=True)
     row = next(r for r in merged.train_dataset if len(r["sample_lengths"]) >= 2)
     loss_m, grads_m, batch = _loss_and_grads(merged, [row])
@@ -228,8 +226,7 @@ def test_shared_prefix_batch_same_loss_and_grads_as_its_samples(tmp_path, sessio
     for n in row["sample_lengths"]:
         members.append(next(i for i, x in enumerate(ids) if lengths[i] == n and list(x) == list(flat[start:start + n])))
         start += n
-    assert group_samples(["k"] * len(members), list(range(len(members))), [ids[i] for i in members], 10**6) == \
-        [list(range(len(members)))]
+    assert len(set(members)) == len(members) >= 2
     loss_s, grads_s, _ = _loss_and_grads(std, [std.train_dataset[i] for i in members])
     assert loss_m.item() == pytest.approx(loss_s.item(), rel=1e-5)
     assert grads_m.keys() == grads_s.keys()
