@@ -8,6 +8,11 @@ refs are skipped):
   ``line N``, a backticked code span, an error type, a ``key=value`` / ``key: value`` pair, a
   version, a number, a test count. ``* 2.18.5``, ``* private: true``, ``* 512Mi`` and a bare
   ``path:12`` are fragments; ``src/a.py:12 `x = 1``` (a place and its content) is not.
+  Two terse shapes are complete statements too: a **change** (an arrow, ``->`` or ``→``
+  outside code, with an anchor on each side and at least one that is not a bare number:
+  ``\`src/app.ts\`: \`retries = 2\` -> \`retries = 4\```) and an **act** (a line led by an
+  edit verb such as Created, Added, Renamed, Set, with an anchor: ``Created \`path\` with
+  \`signature\```). ``2 -> 4`` and ``Fixed.`` stay fragments.
 * **duplicate**: a line (8+ characters) that already occurred in the summary.
 * **invented number**: a number of two or more digits (or with a decimal point) that
   appears nowhere in the source, after digit separators are removed (``60_000`` = ``60000``).
@@ -45,6 +50,11 @@ _TEST_COUNT = re.compile(r"\b\d+ (?:passed|failed|errors?|skipped|total)\b")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 _NUM_TOKEN = re.compile(r"(?<![\w.])\d+(?:[_,]\d{3})*(?:\.\d+)?(?![\d])")
 _CONST = re.compile(r"(?<![\w.-])([A-Z][A-Z0-9]*_[A-Z0-9_]+)\s*[:=]\s*-?\d")
+_ARROW = re.compile(r"\s(?:->|→)\s")
+_ACT = re.compile(
+    r"^(?:Created|Added|Removed|Deleted|Renamed|Moved|Changed|Replaced|Set|Raised|Lowered|Bumped|Reverted|"
+    r"Wrote|Rewrote|Edited|Updated|Fixed|Extracted|Split|Merged|Exported|Installed|Upgraded|Downgraded|"
+    r"Pinned|Enabled|Disabled|Introduced|Made|Marked|Restored)\b(?!\s*:)")
 _HEADER_FIG = re.compile(r"\d+(?:\.\d+)?[Kk]?\s*(?:→|->)\s*\d+(?:\.\d+)?[Kk]?|\d+(?:\.\d+)?x\b")
 
 
@@ -64,9 +74,26 @@ class UsabilityReport:
         return asdict(self)
 
 
+def _statement_kinds(line: str) -> int:
+    """1 for a terse change (``a -> b``) or act (``Created `x```) line, else 0 (see the module doc)."""
+    if _ACT.match(line) and any(r.search(line) for r in (_CODE_SPAN, _PATH_RE, _ERR_TYPE, _PAIR)):
+        return 1
+    outside = _CODE_SPAN.sub(lambda m: "`" + "x" * (len(m.group(0)) - 2) + "`", line)
+    m = _ARROW.search(outside)
+    if not m:
+        return 0
+    left, right = line[:m.start()], line[m.end():]
+
+    def anchored(part: str, numbers: bool) -> bool:
+        res = (_CODE_SPAN, _PATH_RE, _ERR_TYPE, _PAIR) + ((_NUMBER,) if numbers else ())
+        return any(r.search(part) for r in res)
+
+    return int(anchored(left, True) and anchored(right, True) and (anchored(left, False) or anchored(right, False)))
+
+
 def _anchors(line: str) -> tuple[int, str]:
     """Number of anchor kinds in ``line`` and the line with them blanked out."""
-    kinds = 0
+    kinds = _statement_kinds(line)
     rest = line
     for kind_re in (_CODE_SPAN, _PATH_RE, _LINE_N, _ERR_TYPE, _TEST_COUNT, _PAIR, _NUMBER):
         found = kind_re.findall(rest)

@@ -97,3 +97,18 @@ def test_cohen_kappa():
     assert cohen_kappa([(True, True), (False, False)]) == 1.0
     assert cohen_kappa([(True, False), (False, True)]) == -1.0
     assert cohen_kappa([(True, True), (True, False), (False, True), (False, False)]) == 0.0
+
+
+def test_terse_change_and_act_lines_are_statements_bare_values_are_not(cases):
+    from doctrine.conform.usability import check_usability
+
+    src = cases["terse/arrow_and_created"].source
+    texts = [m.get("content") or "" for m in src]
+    good = ("- Goal: raise the client retries for the flaky pricing API.\n- `src/app.ts`: `retries = 2` -> `retries = 4`\n"
+            "- Created `src/retry.ts` with `withRetry(fn, attempts)`")
+    assert check_usability(good, texts, []).fragments == []
+    bad = "- 2 -> 4\n- Fixed.\n- `withRetry`\n- Expected: 4"
+    assert check_usability(bad, texts, []).fragments == ["2 -> 4", "Fixed.", "`withRetry`", "Expected: 4"]
+    # The held-out terse set is judged as its readers judged it.
+    r = score_cases([c for c in cases.values() if c.set == "holdout_terse"])
+    assert r.n == 6 and r.agree == 6, [(x["id"], x["reasons"][:2]) for x in r.disagreements]
