@@ -10,9 +10,9 @@ refs are skipped):
   ``path:12`` are fragments; ``src/a.py:12 `x = 1``` (a place and its content) is not.
   Two terse shapes are complete statements too: a **change** (an arrow, ``->`` or ``→``
   outside code, with an anchor on each side and at least one that is not a bare number:
-  ``\`src/app.ts\`: \`retries = 2\` -> \`retries = 4\```) and an **act** (a line led by an
-  edit verb such as Created, Added, Renamed, Set, with an anchor: ``Created \`path\` with
-  \`signature\```). ``2 -> 4`` and ``Fixed.`` stay fragments.
+  ``'src/app.ts': 'retries = 2' -> 'retries = 4'`` with each part in backticks) and an
+  **act** (a line led by an edit verb such as Created, Added, Renamed, Set, with an anchor:
+  ``Created 'path' with 'signature'``, backticked). ``2 -> 4`` and ``Fixed.`` stay fragments.
 * **duplicate**: a line (8+ characters) that already occurred in the summary.
 * **invented number**: a number of two or more digits (or with a decimal point) that
   appears nowhere in the source, after digit separators are removed (``60_000`` = ``60000``).
