@@ -122,31 +122,26 @@ RESTORED_PREFIX = (
     "The original ({where}) says: {quote}",
 )
 
+# One surface form per tier (issue 27): the doctrine asks for "dense bullets grouped by
+# subject (goal, files, decisions, state, open items)" and no variation of their form, so a
+# tier-1 label always uses these headings, this heading shape, this bullet and these step
+# verbs, and tiers 2/3 the same bullet; what varies between labels is their content. (Several
+# header styles for one section were a form a small model had to learn once per style.)
 HEADINGS = {
-    "goal": ("Goal", "Task", "Objective"),
-    "decisions": ("Decisions", "Decided", "Choices made"),
-    "artifacts": ("Exact details", "Artifacts", "Files, code and errors"),
-    "state": ("State", "Findings", "Status"),
-    "steps": ("What was done", "Steps", "Work so far"),
-    "open": ("Open", "Open items", "Still open"),
-    "dropped": ("Dropped", "Left out", "Not kept"),
-    "refs": ("Refs", "Restore from", "Source refs"),
+    "goal": "Goal",
+    "decisions": "Decisions",
+    "artifacts": "Exact details",
+    "state": "State",
+    "steps": "Steps",
+    "open": "Open",
+    "dropped": "Dropped",
+    "refs": "Refs",
 }
 
-STEP_VERBS = {
-    "ran": ("Ran", "Ran", "Executed"),
-    "edited": ("Edited", "Changed", "Edited"),
-    "read": ("Read", "Viewed", "Opened"),
-}
+STEP_VERBS = {"ran": "Ran", "edited": "Edited", "read": "Read"}
 
-HEADING_STYLES = ("{h}:", "## {h}", "{H}", "**{h}**")
-BULLETS = ("- ", "* ", "- ")
-
-DROP_NOTES = (
-    "{refs}: {what}; result kept above",
-    "{refs}: {what} (dropped, outcome noted)",
-    "{refs}: {what}, no longer needed",
-)
+HEADING_STYLE = "{h}:"
+BULLET = "- "
 
 
 # ---------------------------------------------------------------------- upkeep remarks

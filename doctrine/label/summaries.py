@@ -11,7 +11,8 @@ needed facts and the goal are never trimmed.
 
 The conformance checker judges the result and nothing else: a summary that fails it is not
 repaired from the checker's findings but rejected (``passed=False``), and the labeler skips
-the point. Phrasing (headings, bullets, verbs) comes from the seeded generator.
+the point. Headings, bullets and step verbs are one fixed form (``phrasing.HEADINGS``);
+the content comes from the range.
 """
 
 from __future__ import annotations
@@ -66,15 +67,15 @@ def source_dicts(messages: list[Message], state: Any) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------- rendering
 @dataclass(frozen=True)
 class Style:
+    """The tier-1 surface form: one per doctrine (see ``phrasing.HEADINGS``), not drawn per label."""
+
     headings: dict[str, str]
     heading_style: str
     bullet: str
-    drop_note: str
 
     @classmethod
-    def pick(cls, rng: random.Random) -> Style:
-        return cls({k: rng.choice(v) for k, v in ph.HEADINGS.items()}, rng.choice(ph.HEADING_STYLES),
-                   rng.choice(ph.BULLETS), rng.choice(ph.DROP_NOTES))
+    def default(cls) -> Style:
+        return cls(dict(ph.HEADINGS), ph.HEADING_STYLE, ph.BULLET)
 
     def heading(self, section: str) -> str:
         h = self.headings[section]
@@ -118,8 +119,8 @@ def _trim_lines(lines: list[Line], refs: list[str], style: Style, budget: int, c
 def compose_tier1(messages: list[Message], state: Any, facts: list[tuple[str, str, bool]], doctrine: Any,
                   rng: random.Random, count: CountTokens, config: LabelConfig) -> SummaryOutcome:
     """A tier-1 summary of ``messages`` (the untagged range); ``facts``: (text, kind, needed)."""
-    style = Style.pick(rng)
-    verbs = {k: rng.choice(v) for k, v in ph.STEP_VERBS.items()}
+    style = Style.default()
+    verbs = dict(ph.STEP_VERBS)
     source_text = "\n".join(m.text for m in messages)
     refs = {m.id: state.by_raw.get(m.id, m.id) for m in messages}
     keep_facts = [f for f in facts if f[2] or config.keep_session_facts]

@@ -386,7 +386,7 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
     k = max(1, len(blocks))
     hi_total = k * hi_per
     aim_per = (lo_per + hi_per) // 2 if tier == 2 else int(0.75 * hi_per)
-    bullet = rng.choice(ph.BULLETS)
+    bullet = ph.BULLET
     parts: list[list[str]] = []
     headers = source_headers(blocks, count)
     source_tokens = sum(count(b.summary) for b in blocks) + sum(count(m.text) for m in raw)

@@ -144,6 +144,21 @@ def test_labels_are_deterministic_and_seed_varies_phrasing(session, doctrine, ha
     assert len(refusals) > 1
 
 
+def test_tier1_labels_have_one_surface_form(session, doctrine, hand):
+    from doctrine.label.phrasing import HEADINGS
+
+    p = hand.point_at(session, 2, doctrine)
+    summaries = {r["summary"] for s in range(6)
+                 for r in _args(label_decision(p, doctrine=doctrine, horizon=0, seed=s))["content"]}
+    heads = {h + ":" for h in HEADINGS.values()}
+    for text in summaries:
+        for line in text.splitlines():
+            assert line.startswith("- ") or line in heads or line.startswith("Refs: "), line
+    # The seed varies the lead sentence, never the summary's form.
+    assert len(summaries) == len({r["startId"] for s in range(6)
+                                  for r in _args(label_decision(p, doctrine=doctrine, horizon=0, seed=s))["content"]})
+
+
 def test_first_user_message_is_never_folded(session, doctrine, hand):
     p = hand.point_at(session, 2, doctrine)
     lab = label_decision(p, doctrine=doctrine, horizon=0, seed=0)
