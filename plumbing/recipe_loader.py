@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import math
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 __all__ = [
     "BaseConfig",
@@ -35,10 +36,50 @@ __all__ = [
 C = TypeVar("C", bound="BaseConfig")
 
 
-class BaseConfig(BaseModel):
-    """Base of every recipe: unknown keys are errors, values are validated on assignment."""
+# Integers a recipe may hold: what a signed 64-bit slot (numpy, torch, parquet) takes.
+MAX_RECIPE_INT = 2**63 - 1
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, protected_namespaces=())
+
+def _bad_number(value: Any, where: str = "") -> str | None:
+    """Why ``value`` (or a number anywhere inside a list or mapping of it) is no usable
+    recipe number: a NaN or an infinity, or an integer past 64 bits. None when all are fine."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where}{': ' if where else ''}{value!r} is not a finite number (a recipe number must be finite)"
+    if isinstance(value, int) and abs(value) > MAX_RECIPE_INT:
+        return f"{where}{': ' if where else ''}integer out of range (a recipe integer must fit in 64 bits)"
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        why = _bad_number(item, f"{where}[{key!r}]")
+        if why:
+            return why
+    return None
+
+
+class BaseConfig(BaseModel):
+    """Base of every recipe: unknown keys are errors, values are validated on assignment.
+
+    Numbers are finite everywhere: a float field refuses NaN and infinities (pydantic's
+    ``allow_inf_nan``), and every field, free-form blocks included, refuses a NaN, an
+    infinity or an integer past 64 bits anywhere inside its value (:func:`_bad_number`), so
+    ``trainer.learning_rate=.inf`` or ``windows=[1e30]`` is a one-line error naming the key."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, protected_namespaces=(),
+                              allow_inf_nan=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _finite_numbers(cls, value: Any) -> Any:
+        why = _bad_number(value)
+        if why:
+            raise ValueError(why)
+        return value
 
 
 class ConfigError(ValueError):
