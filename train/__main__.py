@@ -117,13 +117,16 @@ def _cmd_train(argv: list[str]) -> int:
         print("error: --out runs/<name> is required", file=sys.stderr)
         return 2
     from .data import DataError
-    from .sft import run_training
+    from .sft import NonFiniteTraining, run_training
 
     try:
         run_training(recipe, args.out, resume=args.resume)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except NonFiniteTraining as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

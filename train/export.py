@@ -13,7 +13,8 @@ Writes ``runs/<name>/adapter/``:
 - with ``--merge``, ``merged/``: base + adapter as full safetensors weights.
 
 Before writing, the adapter is checked against the vLLM LoRA constraints that can be
-checked offline; a violation is an error naming the setting to change.
+checked offline; a violation is an error naming the setting to change. An adapter with a
+NaN or infinite weight (a diverged run) is refused.
 """
 
 from __future__ import annotations
@@ -34,11 +35,20 @@ from plumbing.runs import (
 
 from .recipe import VLLM_LORA_RANKS
 
-__all__ = ["ExportError", "check_vllm_lora", "export_adapter", "serve_command"]
+__all__ = ["ExportError", "check_vllm_lora", "export_adapter", "non_finite_tensors", "serve_command"]
 
 
 class ExportError(ValueError):
     pass
+
+
+def non_finite_tensors(weights: Path) -> list[str]:
+    """Names of the tensors in a safetensors file that hold a NaN or an infinity."""
+    import torch
+    from safetensors import safe_open
+
+    with safe_open(str(weights), framework="pt") as f:
+        return [k for k in f.keys() if not bool(torch.isfinite(f.get_tensor(k)).all())]
 
 
 def _linear_module_names(base_path: Path) -> tuple[set[str], set[str]]:
@@ -153,6 +163,13 @@ def export_adapter(run_dir: str | Path, *, merge: bool = False, log=print) -> Pa
     final = Path(train["final_adapter"])
     if not (final / "adapter_config.json").is_file():
         raise ExportError(f"{final}: no adapter_config.json")
+    weights = final / "adapter_model.safetensors"
+    if not weights.is_file():
+        raise ExportError(f"{weights}: no adapter weights")
+    bad = non_finite_tensors(weights)
+    if bad:
+        raise ExportError(f"{weights}: {len(bad)} tensors hold NaN or inf weights (first: {bad[0]}); "
+                          "the training run diverged: retrain with a lower trainer.learning_rate")
     cfg = train["config"]
     adapter_config = json.loads((final / "adapter_config.json").read_text())
     base_path = Path(train["model"]["path"])

@@ -20,11 +20,44 @@ from plumbing.runs import RunDir, atomic_write_json, write_manifest
 
 from .recipe import TrainRecipe
 
-__all__ = ["latest_checkpoint", "run_training"]
+__all__ = ["NonFiniteTraining", "latest_checkpoint", "run_training"]
 
 
 class NoTrainableTokens(RuntimeError):
     pass
+
+
+class NonFiniteTraining(RuntimeError):
+    """Training ended with non-finite adapter weights or a non-finite loss (it diverged):
+    no final adapter and no manifest are written, so nothing downstream can ship it."""
+
+
+def check_finite(trainer, losses: list[float], final_loss: float, learning_rate: float) -> None:
+    """Raise :class:`NonFiniteTraining` when a trainable weight (on any process) or a logged
+    or final loss is NaN or infinite."""
+    import math
+
+    import torch
+
+    bad = [name for name, p in trainer.model.named_parameters()
+           if p.requires_grad and p.numel() and not bool(torch.isfinite(p.detach()).all())]
+    total = sum(1 for _, p in trainer.model.named_parameters() if p.requires_grad)
+    # Every process counts its own (possibly sharded) weights; all agree on the verdict.
+    n_bad = int(trainer.accelerator.reduce(torch.tensor([len(bad)], device=trainer.accelerator.device),
+                                           reduction="sum").item())
+    bad_losses = [x for x in [*losses, final_loss] if not math.isfinite(x)]
+    if not n_bad and not bad_losses:
+        return
+    what = []
+    if n_bad:
+        what.append(f"{n_bad} of {total} trainable tensors are non-finite"
+                    + (f" (first: {bad[0]})" if bad else ""))
+    if bad_losses:
+        what.append(f"the loss is {bad_losses[-1]}")
+    raise NonFiniteTraining(
+        f"training diverged after step {trainer.state.global_step}: {'; '.join(what)}. No final adapter "
+        f"or manifest was written (the checkpoints are of the diverged run); lower "
+        f"trainer.learning_rate (now {learning_rate:g}) or trainer.max_grad_norm and train into a new --out")
 
 
 class GuardedCollator:
@@ -159,6 +192,7 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
         warmup_steps=t.warmup_ratio,  # transformers 5: a float < 1 is a ratio of the total steps
         weight_decay=t.weight_decay,
         max_grad_norm=t.max_grad_norm,
+        logging_nan_inf_filter=False,  # a NaN or inf loss is logged as it is (check_finite fails the run on it)
         per_device_train_batch_size=t.per_device_train_batch_size,
         per_device_eval_batch_size=t.per_device_eval_batch_size,
         gradient_accumulation_steps=t.gradient_accumulation_steps,
@@ -197,13 +231,14 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
     if resume and resume_from is None:
         log(f"[train] --resume: no checkpoint in {ckpt_dir}, starting from step 0")
     result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    check_finite(trainer, losses, result.training_loss, t.learning_rate)
 
     # ------------------------------------------------------------------ save
     final = stage / "final"
     trainer.save_model(str(final))
     if state.is_main_process:
         tokenizer.save_pretrained(str(final))
-        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
         metrics = {
             "global_step": trainer.state.global_step,
             # The whole run's mean: log_history is restored on --resume, while the trainer's own
