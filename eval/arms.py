@@ -23,6 +23,16 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from doctrine.kernel.chat import flatten
+from doctrine.kernel.compress import CompressRange, apply_compression
+from doctrine.kernel.compress_args import compress_tool_call
+from doctrine.kernel.decompress import decompress
+from doctrine.kernel.profile import resolve_profile
+from doctrine.kernel.recommend import viable_ranges
+from doctrine.kernel.refs import lookup_ref
+from doctrine.kernel.search import build_message_docs, render_search_result, search_context
+from doctrine.kernel.state import CompressionState
+from doctrine.request import render_request, request_frame
 from plumbing.chat_backend import prompt_text
 from plumbing.tool_format import arguments_object
 
@@ -243,8 +253,6 @@ def arm_profile(arm: str, window: int, gate: str, host: str, nudge_style: str,
     """The serving profile kernel arm ``arm`` runs under at ``window`` (the same resolution
     data_gen uses); None for a baseline arm. The deterministic arm's is the engine layout:
     no doctrine prompts, no nudges."""
-    from doctrine.kernel.profile import resolve_profile
-
     info = ARM_INFO[arm]
     if info.kind != "kernel":
         return None
@@ -267,8 +275,6 @@ def kernel_config(env: ArmEnv, mode: str | None = "distilled"):
 
 
 def _frame(env: ArmEnv, mode: str | None):
-    from doctrine.request import request_frame
-
     key = ("frame", mode)
     if key not in env.cache:
         env.cache[key] = request_frame(kernel_profile(env, mode), env.doctrine, base_prompt=env.system_prompt,
@@ -278,10 +284,6 @@ def _frame(env: ArmEnv, mode: str | None):
 
 def _kernel_render(state: ArmState, env: ArmEnv, mode: str | None, nudges: bool,
                    token_count: int | None = None) -> tuple[View, Any]:
-    from doctrine.kernel.chat import flatten
-    from doctrine.kernel.state import CompressionState
-    from doctrine.request import render_request
-
     if state.kernel_state is None:
         state.kernel_state = CompressionState.initial()
     frame = _frame(env, mode)
@@ -336,9 +338,6 @@ def deterministic(state: ArmState, env: ArmEnv) -> View:
 def _engine_fold(state: ArmState, env: ArmEnv, mode: str | None, view: View, mv: Any) -> dict[str, Any] | None:
     """The engine folds the largest range the kernel recommends in ``mv`` and the model
     writes its summary (a summary call); the event, or None when nothing was folded."""
-    from doctrine.kernel.compress import CompressRange, apply_compression
-    from doctrine.kernel.recommend import viable_ranges
-
     # The engine picks as a status surface would: only ranges worth a summary (>= 200 tokens).
     ranges = sorted(viable_ranges(mv.decision.compressible_ranges), key=lambda r: -r.tokens)
     if not ranges:
@@ -393,8 +392,6 @@ def force_compaction(state: ArmState, env: ArmEnv, arm: str,
 
 
 def _range_messages(flat: list[Any], kstate: Any, start_ref: str, end_ref: str) -> str:
-    from doctrine.kernel.refs import lookup_ref
-
     ids = [m.id for m in flat]
     a, b = lookup_ref(start_ref, kstate), lookup_ref(end_ref, kstate)
     if a not in ids or b not in ids:
@@ -421,8 +418,6 @@ def apply_reply(state: ArmState, env: ArmEnv, view: View, reply: dict[str, Any])
     Returns counts for the call record: ``compress_attempted``, ``compress_ok``,
     ``kernel_errors`` (strings), ``recovery`` (tool names run). Errors never raise.
     """
-    from doctrine.kernel.compress_args import compress_tool_call
-
     out: dict[str, Any] = {"compress_attempted": 0, "compress_ok": 0, "kernel_errors": [], "recovery": []}
     for call in reply.get("tool_calls") or []:
         fn = call.get("function") or {}
@@ -457,8 +452,6 @@ def apply_reply(state: ArmState, env: ArmEnv, view: View, reply: dict[str, Any])
 
 
 def _run_search(state: ArmState, view: View, args: Any) -> str:
-    from doctrine.kernel.search import build_message_docs, render_search_result, search_context
-
     query = str(arguments_object(args).get("query") or "")
     try:
         docs = build_message_docs(view.flat or [], state.kernel_state)
@@ -472,8 +465,6 @@ def _run_decompress(state: ArmState, view: View, args: Any, style: str = "proxy"
     """Decompress the way the profile's host does (proxy: restore and deactivate; Pi: the
     block text inline); files, if any, go to a temp folder."""
     import tempfile
-
-    from doctrine.kernel.decompress import decompress
 
     target = str(arguments_object(args).get("blockId") or "")
     try:

@@ -7,6 +7,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from doctrine.session import string_values
+
 __all__ = ["contains", "exact_match", "fact_recall", "normalise", "set_f1", "visible_text"]
 
 
@@ -46,8 +48,6 @@ def set_f1(predicted: Iterable[Any], reference: Iterable[Any]) -> dict[str, floa
 
 
 def _strings(value: Any) -> list[str]:
-    from doctrine.session import string_values
-
     return string_values(value)
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from plumbing.chat_backend import Backend, Completion, Request, prompt_text
+from plumbing.tool_format import format_assistant_text
 
 Policy = Callable[[Request], dict[str, Any]]
 
@@ -89,8 +90,6 @@ class OracleBackend(Backend):
         self.calls = 0
 
     def _complete(self, request: Request) -> Completion:
-        from plumbing.tool_format import format_assistant_text
-
         self.calls += 1
         msg = dict(self.policy(request))
         msg.setdefault("role", "assistant")

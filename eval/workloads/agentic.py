@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.fake_ts_repo import TsRepo
 from eval.workloads.marathon import marathon_with_repos, run_tool
@@ -77,8 +78,6 @@ def agentic_tasks(seed: int = 0, passes: int = 1, variant: str = "repetitive", s
 
 def run_agentic_task(task: AgenticTask, arm: str, seed: int, ctx: RunContext, max_turns: int = 12) -> dict[str, Any]:
     """Let the model work on ``task`` through ``arm``; returns records and metrics."""
-    from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
-
     info, arm_fn, backend = ARM_INFO[arm], ARMS[arm], ctx.backend
     repo = task.start.copy()
     calls: list[dict[str, Any]] = []
@@ -189,8 +188,6 @@ class AgenticWorkload:
         return [Case(t.task_id, t) for t in self.tasks]
 
     def supports(self, arm: str) -> bool:
-        from eval.arms import ARMS
-
         return arm in ARMS
 
     def run_case(self, case: Case, arm: str, seed: int, ctx: RunContext) -> dict[str, Any]:

@@ -21,6 +21,10 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from doctrine.kernel.compress_args import compress_tool_call, parse_compress_args
+from doctrine.kernel.decompress import decompress
+from doctrine.kernel.search import build_message_docs, search_active_blocks, search_context
+from doctrine.label.summaries import source_dicts
 from doctrine.snapshot import Rebuilt
 from plumbing.tool_format import arguments_object
 
@@ -42,8 +46,6 @@ class Applied:
 def fold_source(block: Any, before: Any, messages: list[Any], state: Any) -> list[dict[str, Any]]:
     """What the kernel folded into ``block``: the summaries of the blocks it consumed (as
     they were in ``before``) and the raw messages it covers directly, as the checker reads them."""
-    from doctrine.label.summaries import source_dicts
-
     src = []
     for bid in block.direct_block_ids:
         b = before.block(bid)
@@ -58,8 +60,6 @@ def fold_source(block: Any, before: Any, messages: list[Any], state: Any) -> lis
 
 def apply_compress(rebuilt: Rebuilt, reply: dict[str, Any]) -> Applied:
     """Every compress call of ``reply`` applied in order, each to the state the last left."""
-    from doctrine.kernel.compress_args import compress_tool_call, parse_compress_args
-
     out = Applied()
     prof = rebuilt.profile
     state = rebuilt.state
@@ -89,9 +89,6 @@ def apply_recovery(rebuilt: Rebuilt, reply: dict[str, Any]) -> dict[str, Any]:
     profile's host. Returns ``recover_success`` (a call reached a needed block: a search
     whose top hit holds it, a decompress that restored it, or a result that shows a needed
     fact), ``recover_calls``, ``recover_errors`` and ``restored`` (block ids restored)."""
-    from doctrine.kernel.decompress import decompress
-    from doctrine.kernel.search import build_message_docs, search_active_blocks, search_context
-
     needed = rebuilt.needed or {}
     blocks = set(needed.get("blocks") or [])
     facts = [f for f in needed.get("facts") or [] if f]

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from plumbing.chat_backend import Backend, Completion, Request
+from plumbing.chat_backend import Backend, BackendError, Completion, Request
 
 
 @dataclass
@@ -62,8 +62,6 @@ def call_record(purpose: str, request: Request | None, completion: Completion | 
 
 def safe_complete(backend: Backend, request: Request) -> Completion:
     """``backend.complete`` where a failure of the call itself becomes a counted parse error."""
-    from plumbing.chat_backend import BackendError
-
     try:
         return backend.complete(request)
     except BackendError:

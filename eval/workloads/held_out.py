@@ -25,7 +25,15 @@ from typing import Any
 
 from pydantic import Field
 
+from doctrine.conform import check_summary, normalise_messages
+from doctrine.kernel.chat import flatten
+from doctrine.kernel.compress_args import parse_compress_args
+from doctrine.kernel.profile import resolve_profile
+from doctrine.request import request_frame
+from doctrine.snapshot import rebuild
+from eval.arms import ARM_INFO
 from eval.metrics import range_overlap, ref_interval
+from eval.workloads.applied import apply_compress, apply_recovery
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.nudges import rerender_context
 from plumbing.chat_backend import Request
@@ -174,8 +182,6 @@ def decision_correct(label_kind: str, reply: dict[str, Any], target: dict[str, A
 
 def compress_ranges(message: dict[str, Any]) -> tuple[list[tuple[str, str, str]], list[str]]:
     """[(start, end, summary)] of every compress call in ``message``, and argument errors."""
-    from doctrine.kernel.compress_args import parse_compress_args
-
     out, errors = [], []
     for c in message.get("tool_calls") or []:
         fn = c.get("function") or {}
@@ -221,8 +227,6 @@ def source_by_refs(context: list[dict[str, Any]], view_refs: Any, start: str, en
     tier-2/3 range), or None when the row has no usable ``view_refs`` or the range names an
     id that is not in the view, or runs backwards (the kernel would reject it).
     """
-    from doctrine.conform import normalise_messages
-
     body = [m for m in context if m.get("role") != "system"]
     if not isinstance(view_refs, list):
         return None
@@ -276,9 +280,6 @@ def rebuild_row(row: dict[str, Any]) -> tuple[Any, str]:
     ``kernel`` (rebuilt, and its view is the row's context), ``refs`` (the row records no
     kernel input: ranges are resolved from ``view_refs`` or the tags), ``mismatch`` (the
     rebuilt view is not the row's context) or ``error: ...`` (the record is unusable)."""
-    from doctrine.kernel.chat import flatten
-    from doctrine.snapshot import rebuild
-
     meta = row.get("meta") or {}
     try:
         rebuilt = rebuild(meta.get("kernel_input"))
@@ -305,8 +306,6 @@ def _conformance(out: dict[str, Any], checks: list[tuple[Any, str, int]], doctri
     ``conformance_passed`` (all) on ``out`` and return the verdicts. A source is the folded text
     or a function that resolves it when asked. A range whose source cannot be resolved or
     checked is left out (and so counts against a full pass)."""
-    from doctrine.conform import check_summary
-
     scores, passed = [], []
     for source, summary, tier in checks:
         try:
@@ -324,8 +323,6 @@ def _conformance(out: dict[str, Any], checks: list[tuple[Any, str, int]], doctri
 
 def _score_applied(out: dict[str, Any], reply: dict[str, Any], rebuilt: Any, doctrine: Any) -> None:
     """Compress scores from the kernel's own application of the reply (see eval.workloads.applied)."""
-    from eval.workloads.applied import apply_compress
-
     applied = apply_compress(rebuilt, reply)
     out["range_valid"] = bool(applied.ranges) and not applied.errors and len(applied.blocks) == applied.ranges
     out["kernel_errors"] = len(applied.errors)
@@ -415,8 +412,6 @@ def _recovery_scores(out: dict[str, Any], reply: dict[str, Any], rebuilt: Any, l
     if rebuilt is None or (label_kind != "recover" and pred != "recover"):
         return out
     if pred == "recover":
-        from eval.workloads.applied import apply_recovery
-
         rec = apply_recovery(rebuilt, reply)
         out["recover_errors"] = rec["recover_errors"]
         out["restored"] = rec["restored"]
@@ -477,10 +472,6 @@ class HeldOutWorkload:
 
 
 def run_row(row: dict[str, Any], arm: str, ctx: RunContext) -> dict[str, Any]:
-    from doctrine.kernel.profile import resolve_profile
-    from doctrine.request import request_frame
-    from eval.arms import ARM_INFO
-
     info = ARM_INFO[arm]
     mode = info.prompt_mode or "distilled"
     doc = ctx.doctrine

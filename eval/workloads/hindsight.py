@@ -15,6 +15,11 @@ import json
 import re
 from typing import Any
 
+from doctrine.kernel.refs import lookup_ref
+from doctrine.kernel.turn import process_turn
+from doctrine.label import DecisionPoint, label_decision
+from doctrine.label.needed import tool_units
+from eval.arms import kernel_profile
 from eval.judges import contains, visible_text
 
 _SID = re.compile(r"^s(\d+)")
@@ -35,8 +40,6 @@ def session_index(flat_id: str) -> int | None:
 
 
 def _range_indices(view: Any, kstate: Any, start_ref: str, end_ref: str) -> list[int]:
-    from doctrine.kernel.refs import lookup_ref
-
     ids = [m.id for m in view.flat or []]
     a, b = lookup_ref(start_ref, kstate), lookup_ref(end_ref, kstate)
     if a not in ids or b not in ids:
@@ -74,11 +77,6 @@ def labeler_decision(session: Any, step: int, view: Any, kstate: Any, env: Any, 
     if not labeler_available() or view.flat is None:
         return None
     try:
-        from doctrine.kernel.turn import process_turn
-        from doctrine.label import DecisionPoint, label_decision
-        from doctrine.label.needed import tool_units
-        from eval.arms import kernel_profile
-
         prof = view.profile or kernel_profile(env, "distilled")
         kcfg = prof.kernel
         visible = 1 + max((i for i in map(session_index, (m.id for m in view.flat)) if i is not None), default=-1)

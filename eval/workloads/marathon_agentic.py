@@ -20,8 +20,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from eval.arms import ARM_INFO, ARMS, ArmState, apply_reply
+from eval.judges import fact_recall, visible_text
+from eval.metrics import scripted_metrics
 from eval.workloads.base import RunContext, call_record, safe_complete
+from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply
 from eval.workloads.marathon import run_tool
+from eval.workloads.scripted import _env
 from plumbing.chat_backend import Request
 
 __all__ = ["run_agentic_marathon"]
@@ -35,12 +40,6 @@ def run_agentic_marathon(session: Any, snaps: dict[int, Any], afters: dict[int, 
                          max_decisions_per_step: int | None = None) -> dict[str, Any]:
     """Drive ``session`` (a marathon, ``marathon_with_repos``) through ``arm`` with the model
     acting; ``snaps`` / ``afters``: the repository before / after each acting step."""
-    from eval.arms import ARM_INFO, ARMS, ArmState, apply_reply
-    from eval.judges import fact_recall, visible_text
-    from eval.metrics import scripted_metrics
-    from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply
-    from eval.workloads.scripted import _env
-
     info, arm_fn, backend = ARM_INFO[arm], ARMS[arm], ctx.backend
     calls: list[dict[str, Any]] = []
     probes: list[dict[str, Any]] = []

@@ -31,9 +31,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from doctrine.conform import check_summary
+from eval.arms import ARMS, SUMMARY_PROMPT
 from eval.workloads.base import Case, RunContext
 from eval.workloads.marathon import SIZES, MarathonSize, marathon_session, marathon_with_repos
-from eval.workloads.scripted import DecisionSettings
+from eval.workloads.marathon_agentic import run_agentic_marathon
+from eval.workloads.scripted import DecisionSettings, decision_settings, run_session
 from plumbing.chat_backend import Backend, Completion, Request
 
 __all__ = ["MarathonWorkload", "SummaryRecorder", "grade_items", "item_correct", "marathon_grades"]
@@ -190,8 +193,6 @@ def _range_source(msgs: list[dict[str, Any]], start: str, end: str) -> list[dict
 
 def conformance(summaries: list[dict[str, Any]], doctrine: Any = None) -> dict[str, Any]:
     """Mean ``check_summary`` score and pass count over the recorded summaries."""
-    from doctrine.conform import check_summary
-
     scores, passed, unscored = [], 0, 0
     for s in summaries:
         if not s.get("source") or "summary" not in s:
@@ -234,8 +235,6 @@ class MarathonWorkload:
     Settings = MarathonSettings
 
     def __init__(self, settings: dict[str, Any], base_dir: Path | None = None):
-        from eval.workloads.scripted import decision_settings
-
         self.settings = dict(settings)
         self.decisions = decision_settings(self.settings)  # a bad value fails before any case runs
         seeds = self.settings.get("seeds", [0])
@@ -265,20 +264,14 @@ class MarathonWorkload:
         return [Case(s.session_id, s) for s in self.sessions]
 
     def supports(self, arm: str) -> bool:
-        from eval.arms import ARMS
-
         return arm in ARMS
 
     def run_case(self, case: Case, arm: str, seed: int, ctx: RunContext) -> dict[str, Any]:
         from dataclasses import replace
 
-        from eval.arms import SUMMARY_PROMPT
-        from eval.workloads.scripted import run_session
 
         recorder = SummaryRecorder(ctx.backend, SUMMARY_PROMPT)
         if self.driver == "agentic":
-            from eval.workloads.marathon_agentic import run_agentic_marathon
-
             snaps, afters = self.repos[case.payload.session_id]
             result = run_agentic_marathon(case.payload, snaps, afters, arm, seed, replace(ctx, backend=recorder),
                                           max_turns=int(self.settings.get("max_turns", 12)),

@@ -15,6 +15,14 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from doctrine.prompt_render import (
+    BlockView,
+    NudgeView,
+    RangeView,
+    render_nudge,
+    render_system_prompt,
+)
+
 _RANGE = re.compile(r"^\s+(m\d+)(?:–(m\d+))?\s+(\d+) msgs?\s+([\d.]+K?)\s+\[(.*)\]\s*$")
 _BLOCK = re.compile(r"^\s+(b\d+)\s+(\d+) msgs?\s+([\d.]+K?)→([\d.]+K?)(?:\s+\"(.*)\")?\s*$")
 _TIER = re.compile(r"\[(?:EMERGENCY )?TIER ([23]) ")
@@ -26,8 +34,6 @@ def _tokens(s: str) -> int:
 
 def split_system(text: str, doctrine: Any, mode: str) -> str | None:
     """The host's base prompt of a system prompt rendered in ``mode`` ("" if none), or None."""
-    from doctrine.prompt_render import render_system_prompt
-
     body = render_system_prompt(doctrine, mode)
     if text == body:
         return ""
@@ -47,8 +53,6 @@ def is_nudge(text: str, doctrine: Any, mode: str) -> bool:
 
 def parse_nudge(text: str, doctrine: Any, mode: str):
     """A ``NudgeView`` that renders back to ``text`` in ``mode``, or None when it cannot."""
-    from doctrine.prompt_render import BlockView, NudgeView, RangeView, render_nudge
-
     emergency_head = doctrine.text("nudge-emergency", mode) if "nudge-emergency" in doctrine.sections else ""
     voice = "emergency" if emergency_head and text.startswith(emergency_head) else "gentle"
     tier_m = _TIER.search(text)
@@ -115,14 +119,6 @@ def rerender_context(messages: list[dict[str, Any]], doctrine: Any, row_mode: st
     "fallback" (the row's text could not be matched; the doctrine text replaced it anyway
     for the system prompt, the row's nudge was kept).
     """
-    from doctrine.prompt_render import (
-        BlockView,
-        NudgeView,
-        RangeView,
-        render_nudge,
-        render_system_prompt,
-    )
-
     notes = {"system": "kept", "nudge": "kept", "nudge_present": False}
     out = [dict(m) for m in messages]
     if out and out[0].get("role") == "system":

@@ -34,7 +34,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from data_gen.sources.swe_rebench import Rejected, convert_row, iter_rows
 from eval.judges import normalise, set_f1
+from plumbing.chat_backend import Request
 
 __all__ = ["KINDS", "ProbeCase", "Question", "executions", "extract_questions", "judge", "model_judge",
            "repo_root", "sandbox_shutdown_response", "select_cases"]
@@ -441,8 +443,6 @@ JUDGE_PROMPT = ("You grade an answer against a reference answer extracted from a
 def model_judge(backend: Any, question: dict[str, Any], answer: str, max_tokens: int = 200) -> dict[str, Any]:
     """A model's verdict through any eval backend (the ``openai`` one in practice); the reason
     is kept. An unreadable verdict gives ``correct: None`` with the raw text as reason."""
-    from plumbing.chat_backend import Request
-
     ref = question.get("answer")
     prompt = (JUDGE_PROMPT.replace("{question}", str(question.get("question")))
               .replace("{reference}", json.dumps(ref, ensure_ascii=False) if not isinstance(ref, str) else ref)
@@ -487,8 +487,6 @@ def select_cases(source: Any, filters: dict[str, Any] | None = None, kinds: tupl
     ``exit_status`` (list), ``min_messages``/``max_messages``, ``min_chars``/``max_chars``,
     ``repos`` (list), ``one_per_repo``, ``min_questions`` (1), ``require_kinds`` (list).
     ``stats`` receives counts of rows read, rejected (by reason) and filtered (by filter)."""
-    from data_gen.sources.swe_rebench import Rejected, convert_row, iter_rows
-
     f = dict(filters or {})
     unknown = set(f) - {"limit", "skip", "resolved", "exit_status", "min_messages", "max_messages", "min_chars",
                         "max_chars", "repos", "one_per_repo", "min_questions", "require_kinds"}

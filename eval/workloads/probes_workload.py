@@ -34,8 +34,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from data_gen.sources.swe_rebench import to_session
+from doctrine.session import Fact
+from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply, force_compaction
 from eval.judges import contains, visible_text
+from eval.metrics import mean
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
+from eval.workloads.hindsight import decision_reply, summary_reply
 from eval.workloads.probes import (
     KINDS,
     ProbeCase,
@@ -115,8 +120,6 @@ class ProbesWorkload:
         return [Case(p.converted.session_id, p) for p in self.payloads]
 
     def supports(self, arm: str) -> bool:
-        from eval.arms import ARMS
-
         return arm in ARMS
 
     def run_case(self, case: Case, arm: str, seed: int, ctx: RunContext) -> dict[str, Any]:
@@ -128,9 +131,6 @@ class ProbesWorkload:
 def _hindsight_session(pc: ProbeCase):
     """The trajectory as a Session whose last step uses every question's evidence, so the
     oracle's decision rule keeps the messages that hold it."""
-    from data_gen.sources.swe_rebench import to_session
-    from doctrine.session import Fact
-
     s = to_session(pc.converted)
     last = len(s.steps) - 1
     texts = [e for q in pc.questions for e in q.evidence]
@@ -143,10 +143,6 @@ def _hindsight_session(pc: ProbeCase):
 
 def run_probe_case(pc: ProbeCase, arm: str, seed: int, ctx: RunContext, max_turns: int = 3,
                    max_decisions: int = 3, feed: str = "steps", force: bool = True) -> dict[str, Any]:
-    from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply, force_compaction
-    from eval.metrics import mean
-    from eval.workloads.hindsight import decision_reply, summary_reply
-
     info, arm_fn, backend = ARM_INFO[arm], ARMS[arm], ctx.backend
     msgs = pc.converted.messages
     system = "\n\n".join(m.get("content") or "" for m in msgs if m.get("role") == "system")

@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from data_gen.synthetic import generate
+from doctrine.session import Session, SessionError
 from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
 from eval.judges import contains, fact_recall, visible_text
 from eval.metrics import scripted_metrics
@@ -52,8 +54,6 @@ class ScriptedSettings(DecisionSettings):
 def load_sessions(settings: dict[str, Any], base_dir: Path | None = None) -> list[Any]:
     """Sessions from ``sessions`` (JSONL files of ``Session.to_json``) and/or ``families``
     (``data_gen.synthetic.generate(family, seed, size)`` over ``session_seeds``)."""
-    from doctrine.session import Session, SessionError
-
     out = []
     paths = settings.get("sessions") or []
     for p in [paths] if isinstance(paths, str) else paths:
@@ -69,8 +69,6 @@ def load_sessions(settings: dict[str, Any], base_dir: Path | None = None) -> lis
                 raise ValueError(f"{path}:{n}: {exc}") from None
     families = settings.get("families") or []
     if families:
-        from data_gen.synthetic import generate
-
         for fam in families:
             for seed in settings.get("session_seeds", [0]):
                 out.append(generate(fam, seed, settings.get("size", "small")))
