@@ -1,4 +1,4 @@
-"""The smoke eval at high concurrency (issue 29, medium: at ``concurrency`` 16 or more,
+"""The smoke eval at high concurrency (medium severity; it failed so: at ``concurrency`` 16 or more,
 5-10 of 40 smoke cases failed with an ImportError: two worker threads importing one module
 graph at once each got a partially initialised module). Run in a fresh interpreter, so no
 module is imported before the eval starts, as for a user."""

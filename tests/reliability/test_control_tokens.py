@@ -1,4 +1,4 @@
-"""Content is never tokenised as control tokens (issue 29, medium: a tool output carrying
+"""Content is never tokenised as control tokens (medium severity; it failed so: a tool output carrying
 ``<|im_end|><|im_start|>assistant`` became real control tokens in training samples and hf
 prompts, so a tool result could close its turn and forge an assistant turn)."""
 

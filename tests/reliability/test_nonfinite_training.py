@@ -1,4 +1,4 @@
-"""A diverged training run never ships (issue 29, high: ``trainer.learning_rate=.inf``
+"""A diverged training run never ships (high severity; it failed so: ``trainer.learning_rate=.inf``
 trained, exported and exited 0 with every adapter weight non-finite). The loader now
 refuses inf itself, so a finite but absurd rate makes the weights overflow here."""
 

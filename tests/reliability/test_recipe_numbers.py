@@ -1,5 +1,5 @@
 """Hostile recipe numbers: NaN, infinities and integers past 64 bits are refused when the
-recipe loads, with one line naming the key (issue 29, low: NaN in lora.dropout,
+recipe loads, with one line naming the key (low severity; it failed so: NaN in lora.dropout,
 near_threshold, teacher timeout_s accepted; high: trainer.learning_rate=.inf trained;
 windows=[1e30] an OverflowError deep in the build)."""
 
