@@ -119,6 +119,8 @@ def schema_for_path(path: str | Path) -> type[BaseConfig]:
 # them ("billion laughs") can stand for a value far larger than the file. Past this many
 # values (counting every alias as a copy) a recipe is refused before anything walks it.
 MAX_RECIPE_VALUES = 100_000
+# Deepest nesting of lists and mappings a recipe may hold (real ones nest 4 or 5 levels).
+MAX_RECIPE_DEPTH = 64
 # Longest echo of an input value in an error message.
 MAX_ECHO_CHARS = 300
 
@@ -159,13 +161,17 @@ class _RecipeLoader(yaml.SafeLoader):
 
 
 def _count_values(data: Any, limit: int) -> int:
-    """How many values ``data`` holds once every alias is expanded (stops past ``limit``)."""
+    """How many values ``data`` holds once every alias is expanded (stops past ``limit``);
+    nesting deeper than :data:`MAX_RECIPE_DEPTH` is an error."""
     sizes: dict[int, int] = {}
     active: set[int] = set()
 
     def size(obj: Any) -> int:
         if not isinstance(obj, (dict, list)):
             return 1
+        if len(active) >= MAX_RECIPE_DEPTH:
+            raise _RecipeYAMLError(f"values nest more than {MAX_RECIPE_DEPTH} levels deep; a recipe that "
+                                   "deep is refused")
         key = id(obj)
         if key in sizes:
             return sizes[key]
@@ -185,8 +191,13 @@ def _count_values(data: Any, limit: int) -> int:
 
 
 def _load_yaml(text: str) -> Any:
-    """Parse recipe YAML: duplicate keys and alias expansion past the budget are errors."""
-    data = yaml.load(text, Loader=_RecipeLoader)  # noqa: S506 - a SafeLoader subclass
+    """Parse recipe YAML: duplicate keys, alias expansion past the budget and nesting past
+    :data:`MAX_RECIPE_DEPTH` are errors."""
+    try:
+        data = yaml.load(text, Loader=_RecipeLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:  # PyYAML's composer recurses once per nesting level
+        raise _RecipeYAMLError(f"values nest too deep to parse; a recipe nests at most "
+                               f"{MAX_RECIPE_DEPTH} levels") from None
     n = _count_values(data, MAX_RECIPE_VALUES)
     if n > MAX_RECIPE_VALUES:
         raise _RecipeYAMLError(f"its aliases expand to more than {MAX_RECIPE_VALUES:,} values; "
