@@ -155,8 +155,32 @@ def _flat_owner(key: str) -> tuple[str, str] | None:
     return hits[0] if len(hits) == 1 else None
 
 
+def _check_value(key: str, default: Any, value: Any) -> None:
+    """A ValueError when ``value`` cannot stand where ``default`` is: a bool for a bool, an
+    integer for an int, a finite number for a float, a string for a string, a list for a tuple."""
+    import math
+
+    if isinstance(default, bool):
+        ok, want = isinstance(value, bool), "true or false"
+    elif isinstance(default, int):
+        ok, want = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        want = "a finite number"
+    elif isinstance(default, str):
+        ok, want = isinstance(value, str), "a string"
+    elif isinstance(default, tuple):
+        ok, want = value is None or isinstance(value, (list, tuple)), "a list"
+    else:
+        return
+    if not ok:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise ValueError(f"config key {key!r} must be {want}, got {shown}")
+
+
 def apply_overrides(cfg: KernelConfig, overrides: dict[str, Any]) -> KernelConfig:
-    """Merge ``overrides`` into ``cfg`` (groups shallowly); unknown keys raise ValueError."""
+    """Merge ``overrides`` into ``cfg`` (groups shallowly); unknown keys and values of the
+    wrong type (a string for a number, NaN) raise ValueError."""
     top: dict[str, Any] = {}
     groups: dict[str, dict[str, Any]] = {}
     for key, value in overrides.items():
@@ -167,15 +191,18 @@ def apply_overrides(cfg: KernelConfig, overrides: dict[str, Any]) -> KernelConfi
                 f = _group_field(_GROUPS[key], k)
                 if f is None:
                     raise ValueError(f"unknown config key {key}.{k}")
+                _check_value(f"{key}.{k}", getattr(getattr(cfg, key), f), v)
                 groups.setdefault(key, {})[f] = v
             continue
         name = _TOP_ALIASES.get(key, key)
         if name in {f.name for f in fields(KernelConfig)} and name not in _GROUPS:
+            _check_value(key, getattr(cfg, name), value)
             top[name] = value
             continue
         owner = _flat_owner(key)
         if owner is None:
             raise ValueError(f"unknown config key {key!r}")
+        _check_value(key, getattr(getattr(cfg, owner[0]), owner[1]), value)
         groups.setdefault(owner[0], {})[owner[1]] = value
     for gname, vals in groups.items():
         top[gname] = replace(getattr(cfg, gname), **vals)

@@ -18,7 +18,9 @@ One JSON line is printed per op (see ``turn_record`` and ``compress_record``); w
 ``structural=True`` (``--structural``) the records are the shape the acp-kernel differential
 suite stores (``structural_turn`` / ``structural_compress``): sizes, refs, block
 membership, error and warning kinds, and a hash of each rendered message. Blank lines
-and lines starting with ``#`` or ``//`` are skipped.
+and lines starting with ``#`` or ``//`` are skipped. Any malformed line (bad JSON, NaN or
+Infinity, nesting too deep, a wrong-typed config value or op field) is a :class:`ScriptError`
+naming its line number; a file that is not UTF-8 is refused in one line.
 """
 
 from __future__ import annotations
@@ -241,6 +243,10 @@ class Replayer:
         raise ValueError(f"unknown op {kind!r} (expected 'turn' or 'compress')")
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a script may hold")
+
+
 def replay_lines(lines: Iterable[str], out: TextIO, *, structural: bool = False, timing: bool = False) -> None:
     """Replay script lines, writing one JSON line per op; raises ScriptError on a bad line."""
     replayer: Replayer | None = None
@@ -249,9 +255,13 @@ def replay_lines(lines: Iterable[str], out: TextIO, *, structural: bool = False,
         if not s or s.startswith("#") or s.startswith("//"):
             continue
         try:
-            d = json.loads(s)
+            d = json.loads(s, parse_constant=_no_constant)
         except json.JSONDecodeError as e:
             raise ScriptError(no, f"invalid JSON: {e.msg} (column {e.colno})") from None
+        except ValueError as e:  # NaN or Infinity
+            raise ScriptError(no, f"invalid JSON: {e}") from None
+        except RecursionError:
+            raise ScriptError(no, "invalid JSON: nested too deep") from None
         try:
             if replayer is None:
                 replayer = Replayer(config_from_line(d), structural=structural, timing=timing)
@@ -259,6 +269,9 @@ def replay_lines(lines: Iterable[str], out: TextIO, *, structural: bool = False,
             rec = replayer.step(d)
         except ValueError as e:
             raise ScriptError(no, str(e)) from None
+        except (TypeError, KeyError, AttributeError, IndexError, RecursionError) as e:
+            # A value of a shape no check above foresaw: still this line's fault, not a crash.
+            raise ScriptError(no, f"the kernel cannot replay this op ({type(e).__name__}: {e})") from None
         out.write(json.dumps(rec, ensure_ascii=False) + "\n")
         out.flush()
     if replayer is None:
@@ -275,5 +288,9 @@ def replay_file(path: str, out: TextIO = sys.stdout, *, structural: bool = False
         return 2
     except OSError as e:
         print(f"{path}: cannot read script: {e}", file=sys.stderr)
+        return 2
+    except UnicodeDecodeError as e:
+        print(f"{path}: not a UTF-8 text script (byte {e.object[e.start]:#04x} at offset {e.start})",
+              file=sys.stderr)
         return 2
     return 0
