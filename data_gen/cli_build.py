@@ -58,26 +58,68 @@ def register_inspect(sub) -> None:
     p.set_defaults(func=_inspect)
 
 
-def _inspect(args: argparse.Namespace) -> int:
-    from pathlib import Path
+class InspectError(ValueError):
+    """A data folder ``inspect`` cannot read (a forged manifest, a truncated shard); one line."""
 
+
+def _checked_manifest(data_dir: str) -> dict:
+    """The folder's manifest, checked for the fields ``inspect`` prints."""
     from plumbing.runs import read_manifest
 
-    manifest = read_manifest(args.dir)
+    manifest = read_manifest(data_dir)
     if manifest is None:
-        print(f"error: {args.dir}: no complete manifest.json", file=sys.stderr)
+        raise InspectError(f"{data_dir}: no complete manifest.json")
+    counts, doc, splits = manifest.get("counts"), manifest.get("doctrine"), manifest.get("splits", [])
+    why = ("counts is not a mapping" if not isinstance(counts, dict)
+           else "counts.kinds is not a mapping" if not isinstance(counts.get("kinds", {}), dict)
+           else "doctrine has no version and sha256" if not (isinstance(doc, dict) and "version" in doc
+                                                           and "sha256" in doc)
+           else "splits is not a list of names" if not (isinstance(splits, list)
+                                                        and all(isinstance(x, str) for x in splits))
+           else "")
+    if why:
+        raise InspectError(f"{data_dir}/manifest.json: not a data manifest ({why})")
+    return manifest
+
+
+def _shard_rows(path) -> list[dict]:
+    """A parquet shard's rows, each checked to be a curriculum row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (pa.ArrowException, OSError) as exc:
+        raise InspectError(f"{path}: unreadable parquet shard ({str(exc).splitlines()[0][:200]})") from None
+    for i, r in enumerate(rows):
+        meta = r.get("meta")
+        if not (isinstance(meta, dict) and isinstance(meta.get("kind"), str) and isinstance(r.get("messages"), list)
+                and isinstance(r.get("tools"), str)):
+            raise InspectError(f"{path}: row {i} is not a curriculum row (messages, tools, meta.kind)")
+    return rows
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    try:
+        return _inspect_folder(args)
+    except InspectError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _inspect_folder(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    manifest = _checked_manifest(args.dir)
     counts = manifest["counts"]
     print(f"doctrine {manifest['doctrine']['version']} {manifest['doctrine']['sha256']}")
     for split in manifest.get("splits", []):
-        print(f"{split:<10} {counts.get(split, 0):>6} rows  {json.dumps(counts['kinds'].get(split, {}))}")
+        print(f"{split:<10} {counts.get(split, 0):>6} rows  {json.dumps(counts.get('kinds', {}).get(split, {}))}")
     if counts.get("rejects"):
         print("rejects:", json.dumps(counts["rejects"]))
     files = sorted((Path(args.dir) / args.split).glob("*.parquet"))
     if not files or args.n <= 0:
         return 0
-    import pyarrow.parquet as pq
-
     from .recipe import KINDS
 
     if args.kind and args.kind not in KINDS:
@@ -85,7 +127,7 @@ def _inspect(args: argparse.Namespace) -> int:
         return 2
     rows = []
     for f in files:
-        rows += [r for r in pq.read_table(f).to_pylist() if not args.kind or r["meta"]["kind"] == args.kind]
+        rows += [r for r in _shard_rows(f) if not args.kind or r["meta"]["kind"] == args.kind]
         if len(rows) >= args.n:
             break
     rows = rows[:args.n]
@@ -95,7 +137,7 @@ def _inspect(args: argparse.Namespace) -> int:
     render = _plain if args.plain else _templated(args.model)
     for i, row in enumerate(rows):
         m = row["meta"]
-        print(f"\n===== sample {i}: {m['kind']} ({m['family']}, window {m['window']}, step {m['step']}) =====")
+        print(f"\n===== sample {i}: {m['kind']} ({m.get('family')}, window {m.get('window')}, step {m.get('step')}) =====")
         print(render(row))
     return 0
 
