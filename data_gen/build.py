@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from doctrine.session import Session, SessionError
-from plumbing.runs import atomic_write_text, write_manifest
+from plumbing.runs import (
+    MANIFEST,
+    atomic_write_text,
+    claim_run_folder,
+    file_sha256,
+    fingerprint_sha256,
+    paths_sha256,
+    redact_secrets,
+    write_manifest,
+)
 
 from .curriculum import (
     SPLITS,
@@ -34,7 +43,7 @@ from .curriculum import (
 )
 from .recipe import DataRecipe
 
-__all__ = ["build_curriculum", "collect_sessions", "sample_tokens"]
+__all__ = ["build_curriculum", "collect_sessions", "data_fingerprint", "sample_tokens"]
 
 LICENSES = {"synthetic": "project-generated (MIT)", "swe_rebench": "CC-BY-4.0 (nebius/SWE-rebench-openhands-trajectories)",
             "logged": "the operator's own kernel logs", "teacher": "outputs of the configured teacher model"}
@@ -96,6 +105,22 @@ def _size(cfg):
 # --------------------------------------------------------------------------- build
 
 
+def data_fingerprint(recipe: DataRecipe, doctrine) -> dict[str, Any]:
+    """What a build's rows are computed from: the resolved recipe (secrets redacted), the
+    doctrine's version and hash, and the content of the local input files (SWE-rebench rows
+    on disk, logged kernel states). The manifest records it; a rerun compares."""
+    inputs: dict[str, str] = {}
+    src = recipe.sources
+    if src.swe_rebench is not None and src.swe_rebench.path and Path(src.swe_rebench.path).exists():
+        inputs["swe_rebench"] = paths_sha256([src.swe_rebench.path])
+    if src.logged is not None and src.logged.paths:
+        inputs["logged"] = paths_sha256(src.logged.paths, patterns=("*",))
+    return {"recipe": redact_secrets(recipe.model_dump(mode="json")),
+            "doctrine": {"version": doctrine.version, "sha256": doctrine.sha256}, "inputs": inputs}
+
+
+
+
 def _replay(session: Session, recipe: DataRecipe, doctrine, window: int, gate: str, rejects: Counter,
             run_dir: Path, labeler=None):
     from .replay import ReplayStats, replay_session
@@ -119,8 +144,11 @@ def build_curriculum(recipe: DataRecipe, out: str | Path, *, log=print, progress
 
     started = time.time()
     out = Path(out)
-    if (out / "manifest.json").exists():
-        (out / "manifest.json").unlink()  # rebuilding: incomplete until the end
+    # Only a new, empty or earlier data folder, and no split folder that is a link (its
+    # stale shards are cleaned): nothing is written or deleted outside the run.
+    claim_run_folder(out, "data", writes=(*SPLITS, "README.md"))
+    if (out / MANIFEST).exists():
+        (out / MANIFEST).unlink()  # rebuilding: incomplete until the end
     doctrine = resolve_doctrine(recipe.doctrine_version)
     rejects: Counter = Counter()
     sessions = list(collect_sessions(recipe, rejects))
@@ -212,17 +240,22 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
                               "mixture": mix}
     kinds: dict[str, dict[str, int]] = {}
     lengths: dict[str, dict[str, int]] = {}
+    files: dict[str, str] = {}
     for name, rows in by_split.items():
-        write_split([normalise_sample(s) for s in rows], out / name, recipe.shard_rows)
+        for path in write_split([normalise_sample(s) for s in rows], out / name, recipe.shard_rows):
+            files[f"{name}/{path.name}"] = file_sha256(path)
         counts[name] = len(rows)
         kinds[name] = dict(sorted(Counter(s["meta"]["kind"] for s in rows).items()))
         lengths[name] = token_percentiles(sample_tokens(s) for s in rows)
     counts["kinds"] = kinds
     counts["token_percentiles"] = lengths
     atomic_write_text(out / "README.md", _card(recipe, doctrine, counts))
+    fingerprint = data_fingerprint(recipe, doctrine)
     write_manifest(out, stage="data", config=recipe, counts=counts, doctrine=doctrine.to_manifest(),
                    extra={"splits": list(SPLITS), "layout": "<split>/shard-NNNNN.parquet",
-                          "serving_profiles": unique_records(profiles)}, started_at=started)
+                          "serving_profiles": unique_records(profiles), "files": files,
+                          "fingerprint": fingerprint, "fingerprint_sha256": fingerprint_sha256(fingerprint)},
+                   started_at=started)
     log(f"[data] {sum(counts[s] for s in SPLITS)} samples from {len(sessions)} sessions -> {out}")
     return out
 

@@ -14,7 +14,8 @@ def register_build(sub) -> None:
     p.add_argument("overrides", nargs="*", help="dotted KEY=VALUE overrides, e.g. replay.windows=[8192]")
     p.add_argument("--out", help="output folder (runs/<name>/data)")
     p.add_argument("--print-config", action="store_true")
-    p.add_argument("--force", action="store_true", help="rebuild even if a complete manifest exists")
+    p.add_argument("--force", action="store_true",
+                   help="rebuild even if a complete manifest exists (needed when the recipe or doctrine changed)")
     p.set_defaults(func=_build)
 
 
@@ -22,7 +23,7 @@ def _build(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from plumbing.recipe_loader import load_for_cli
-    from plumbing.runs import out_dir_error, stage_complete
+    from plumbing.runs import RunFolderError, fingerprint_differences, fingerprint_sha256, out_dir_error, read_manifest
 
     from .recipe import DataRecipe
 
@@ -35,12 +36,26 @@ def _build(args: argparse.Namespace) -> int:
     if problem := out_dir_error(args.out):
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    if stage_complete(args.out) and not args.force:
-        print(f"[skip] data: {Path(args.out) / 'manifest.json'} exists (use --force to rebuild)")
-        return 0
-    from .build import build_curriculum
+    from doctrine.spec import resolve_doctrine
 
-    build_curriculum(recipe, args.out)
+    from .build import build_curriculum, data_fingerprint
+
+    old = read_manifest(args.out)
+    if old is not None and not args.force:
+        # Complete: skip only when it was built from this recipe, doctrine and input files.
+        new = data_fingerprint(recipe, resolve_doctrine(recipe.doctrine_version))
+        if old.get("fingerprint_sha256") == fingerprint_sha256(new):
+            print(f"[skip] data: {Path(args.out) / 'manifest.json'} exists (built from this recipe)")
+            return 0
+        diffs = fingerprint_differences(old.get("fingerprint"), new)
+        print(f"error: data: {args.out} was built from something else ({'; '.join(diffs)}); "
+              "use --force to rebuild it, or a new --out", file=sys.stderr)
+        return 2
+    try:
+        build_curriculum(recipe, args.out)
+    except RunFolderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

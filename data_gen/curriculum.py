@@ -310,8 +310,10 @@ def write_split(rows: list[dict], out_dir: Path, shard_rows: int) -> list[Path]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from plumbing.runs import atomic_write
+    from plumbing.runs import RunFolderError, atomic_write
 
+    if out_dir.is_symlink():  # never follow a link out of the run (its stale shards would be deleted there)
+        raise RunFolderError(f"{out_dir} is a symbolic link; refusing to write or clean shards through it")
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     schema = _schema()

@@ -4,14 +4,21 @@ Layout under the output folder (``runs/<name>/eval``)::
 
     cases/<arm>/<case_id>__s<seed>.json   one per finished job, written atomically
     status.json                           progress; "complete" stays false until all are done
-    recipe.json                           the fingerprint of the recipe whose cases these are
+    recipe.json                           the run's fingerprint and its plan (the case files it lists)
+    .dtw-stage.json                       marks the folder as an eval run's (plumbing.runs)
     .lock                                 flock'ed while a run writes here
-    manifest.json                         written last, only when every job is done
+    manifest.json                         written last, only when every job is done; lists the case files
 
-A killed run restarted with the same command skips the jobs whose case file is there and
-runs the rest. A rerun may add arms, windows, seeds or workloads; one that changes anything
-else (gate, max_tokens, horizon, backend, a workload's settings) is refused, so old results
-are never reported under a new recipe. A job that fails (the backend is unusable, a bug) writes nothing: the run
+The fingerprint is what a case is computed from: the recipe (less the fields that only
+select cases), the doctrine's hash, the content of the files the workloads read (the
+held-out shards under ``data_dir``, session files), the adapter's weights and config and the
+backend settings. Each case file carries its workload's stamp of it. A killed run restarted
+with the same command skips the jobs whose case file is there under the current stamp and
+runs the rest. A rerun may add arms, windows, seeds or workloads; one whose fingerprint
+differs otherwise (gate, max_tokens, backend, a workload's settings, rebuilt data, another
+doctrine or adapter) is refused with the differences listed, so old results are never
+reported under new inputs; ``--force`` deletes the case files the harness wrote (its own
+names under ``cases/<arm>/``, nothing else) and starts afresh. A job that fails (the backend is unusable, a bug) writes nothing: the run
 stays incomplete, the command exits non-zero, and a rerun retries it. Malformed model
 output is never a failure of the job; it is counted in the call records.
 """
@@ -21,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 import threading
 import time
 import traceback
@@ -37,7 +43,19 @@ from eval.backends.batching import MicroBatcher
 from eval.recipe import EvalRecipe
 from eval.workloads import WORKLOADS, Case, RunContext
 from plumbing.chat_backend import Backend
-from plumbing.runs import MANIFEST, atomic_write_json, read_manifest, redact_secrets, write_manifest
+from plumbing.runs import (
+    MANIFEST,
+    RunFolderError,
+    atomic_write_json,
+    claim_run_folder,
+    fingerprint_differences,
+    fingerprint_sha256,
+    paths_sha256,
+    read_manifest,
+    redact_secrets,
+    remove_own_files,
+    write_manifest,
+)
 
 __all__ = ["Job", "RunConflict", "RunSummary", "case_path", "load_results", "plan", "run_eval"]
 
@@ -94,9 +112,15 @@ def case_path(out: Path, arm: str, case_id: str, seed: int) -> Path:
     return path
 
 
-def _finished(path: Path) -> bool:
+# The names case_path gives: what --force may delete under cases/<arm>/.
+CASE_FILE = re.compile(r"[A-Za-z0-9._-]+__s-?[0-9]+\.json")
+
+
+def _finished(path: Path, stamp: str | None = None) -> bool:
+    """A finished case file (under ``stamp``, the fingerprint of its workload, when given)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("status") == "done"
+        r = json.loads(path.read_text(encoding="utf-8"))
+        return r.get("status") == "done" and (stamp is None or r.get("fingerprint") == stamp)
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -193,26 +217,75 @@ def recipe_fingerprint(recipe: EvalRecipe) -> dict[str, Any]:
     return fp
 
 
+# Settings that name what a workload reads from disk (held_out: data_dir/<split>; scripted:
+# sessions; probes: source). A name that is not a local path (a hub id) counts by its name.
+_INPUT_KEYS = ("data_dir", "sessions", "source")
+
+
+def _input_paths(settings: dict[str, Any], base_dir: Path | None) -> list[Path]:
+    paths = []
+    for key in _INPUT_KEYS:
+        value = settings.get(key)
+        for item in [value] if isinstance(value, str) else (value or []):
+            p = Path(str(item))
+            if not p.is_absolute() and base_dir is not None and not p.exists():
+                p = base_dir / p  # as the workloads resolve it
+            paths.append(p / str(settings.get("split", "test")) if key == "data_dir" else p)
+    return paths
+
+
+def _adapter_identity(recipe: EvalRecipe) -> str | None:
+    """sha256 of the adapter's weights and config (None: no adapter in this run)."""
+    d = recipe.backend.factory_settings().get("adapter_dir")
+    if not d:
+        return None
+    folder = Path(d)
+    return paths_sha256([*sorted(folder.glob("*.safetensors")), folder / "adapter_config.json"])
+
+
+def run_fingerprint(recipe: EvalRecipe, base_dir: Path | None = None, doctrine: Any = None) -> dict[str, Any]:
+    """What the run's cases are computed from: :func:`recipe_fingerprint` (the model spec and
+    backend settings are in it), the doctrine's hash, the content of every workload's input
+    files and the adapter's (shown in refusals as ``key: old -> new``)."""
+    from doctrine.spec import resolve_doctrine
+
+    doc = doctrine or resolve_doctrine(recipe.doctrine_version)
+    fp = recipe_fingerprint(recipe)
+    fp["doctrine_sha256"] = doc.sha256
+    fp["data"] = {w.name: paths_sha256(_input_paths(w.settings, base_dir)) for w in recipe.workloads}
+    fp["adapter_sha256"] = _adapter_identity(recipe)
+    return fp
+
+
+def _stamps(fp: dict[str, Any]) -> dict[str, str]:
+    """Per workload, the hash of what its cases depend on (the shared part, its settings, its data)."""
+    shared = {k: v for k, v in fp.items() if k not in ("workloads", "data")}
+    return {name: fingerprint_sha256({**shared, "settings": settings, "data": fp.get("data", {}).get(name)})
+            for name, settings in fp["workloads"].items()}
+
+
 def _hash(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    diffs = []
-    for key in sorted(set(old) | set(new)):
-        if key == "workloads":
-            for name in sorted(set(old.get(key, {})) & set(new.get(key, {}))):
-                if old[key][name] != new[key][name]:
-                    diffs.append(f"workload {name} settings")
-        elif old.get(key) != new.get(key):
-            diffs.append(f"{key}: {json.dumps(old.get(key))} -> {json.dumps(new.get(key))}")
+    """``key: old -> new`` for each difference; workloads (and their data) only where both have them."""
+    per = ("workloads", "data")
+    diffs = fingerprint_differences({k: v for k, v in old.items() if k not in per},
+                                    {k: v for k, v in new.items() if k not in per})
+    for key in per:
+        a, b = old.get(key) or {}, new.get(key) or {}
+        for name in sorted(set(a) & set(b)):
+            if a[name] != b[name]:
+                diffs += [f"workloads.{name}.{d}" if key == "workloads" else f"data of {name}: {d.split(': ', 1)[1]}"
+                          for d in fingerprint_differences({"x": a[name]}, {"x": b[name]})]
     return diffs
 
 
-def _check_recipe(out: Path, recipe: EvalRecipe) -> None:
-    """Record the recipe's fingerprint in ``out/recipe.json``, or refuse a folder whose
-    finished cases came from a different one."""
-    new = recipe_fingerprint(recipe)
+def _check_recipe(out: Path, recipe: EvalRecipe, jobs: list[Job], base_dir: Path | None, doctrine: Any) -> dict[str, str]:
+    """Record the run's fingerprint and plan in ``out/recipe.json``, or refuse a folder whose
+    finished cases came from a different one. Returns the per-workload stamps."""
+    new = run_fingerprint(recipe, base_dir, doctrine)
     path = out / RECIPE_FILE
     try:
         old = json.loads(path.read_text(encoding="utf-8"))["fingerprint"]
@@ -223,12 +296,21 @@ def _check_recipe(out: Path, recipe: EvalRecipe) -> None:
     if old is not None:
         diffs = _differences(old, new)
         if diffs:
-            raise RunConflict(f"{out} holds cases of a different recipe ({'; '.join(diffs)}); "
+            raise RunConflict(f"{out} holds cases computed from something else ({'; '.join(diffs)}); "
                               "use a new --out, or --force to discard its cases")
-        new = {**new, "workloads": {**old.get("workloads", {}), **new["workloads"]}}
+        new = {**new, "workloads": {**old.get("workloads", {}), **new["workloads"]},
+               "data": {**(old.get("data") or {}), **new["data"]}}
     # What the report needs of the recipe besides the cases (report-only settings).
     report = {"non_inferiority": cfg_ni} if (cfg_ni := recipe.model_dump(mode="json").get("non_inferiority")) else {}
-    atomic_write_json(path, {"sha256": _hash(new), "fingerprint": new, "report": report})
+    stamps = _stamps(new)
+    planned = [_relative(out, j) for j in jobs]
+    atomic_write_json(path, {"sha256": _hash(new), "fingerprint": new, "report": report, "stamps": stamps,
+                             "plan": planned})
+    return stamps
+
+
+def _relative(out: Path, job: Job) -> str:
+    return case_path(out, job.arm, job.case_id, job.seed).relative_to(out).as_posix()
 
 
 @contextmanager
@@ -250,8 +332,21 @@ def _run_lock(out: Path) -> Iterator[None]:
 
 
 def _discard(out: Path) -> None:
-    """``--force``: drop the folder's results (only the files a run writes)."""
-    shutil.rmtree(out / "cases", ignore_errors=True)
+    """``--force``: drop the folder's results, only the files a run writes (case files by
+    their names under ``cases/<arm>/``, the manifest, status and recipe files); any other
+    file stays, and a link is never followed."""
+    cases = out / "cases"
+    if cases.is_dir() and not cases.is_symlink():
+        for arm in sorted(cases.iterdir()):
+            if arm.is_dir() or arm.is_symlink():
+                try:
+                    remove_own_files(arm, CASE_FILE, out)
+                except RunFolderError as exc:
+                    raise RunConflict(str(exc)) from None
+                if not arm.is_symlink() and not any(arm.iterdir()):
+                    arm.rmdir()
+        if not any(cases.iterdir()):
+            cases.rmdir()
     for name in (MANIFEST, "status.json", RECIPE_FILE):
         (out / name).unlink(missing_ok=True)
 
@@ -264,33 +359,37 @@ def run_eval(recipe: EvalRecipe, out: str | Path, *, backend: Backend | None = N
     cases of a different recipe is refused (:class:`RunConflict`) unless ``force``, which
     discards them first; a second run into a folder in use is refused."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:  # a folder of the user's (or a linked cases/ folder) is refused before anything is written
+        claim_run_folder(out, "eval", writes=("cases",), legacy=("status.json", RECIPE_FILE, LOCK_FILE))
+    except RunFolderError as exc:
+        raise RunConflict(str(exc)) from None
     config = recipe.model_dump(mode="json")
     plain_log = log
 
     def log(line: str) -> None:  # a key a server echoes in an error never reaches stderr
         plain_log(redact_secrets(line, config=config))
 
+    from doctrine.spec import resolve_doctrine
+
     with _run_lock(out):
         if force:
             _discard(out)
-        _check_recipe(out, recipe)
-        return _run_locked(recipe, out, backend=backend, base_dir=base_dir, max_jobs=max_jobs, log=log)
+        doc = resolve_doctrine(recipe.doctrine_version)
+        jobs = plan(recipe, base_dir)
+        stamps = _check_recipe(out, recipe, jobs, base_dir, doc)
+        return _run_locked(recipe, out, jobs, stamps, doc, backend=backend, max_jobs=max_jobs, log=log)
 
 
-def _run_locked(recipe: EvalRecipe, out: Path, *, backend: Backend | None, base_dir: Path | None,
-                max_jobs: int | None, log: Callable[[str], None]) -> RunSummary:
-    from doctrine.spec import resolve_doctrine
+def _run_locked(recipe: EvalRecipe, out: Path, jobs: list[Job], stamps: dict[str, str], doc: Any, *,
+                backend: Backend | None, max_jobs: int | None, log: Callable[[str], None]) -> RunSummary:
     from eval.backends import make_backend
 
     started = time.time()
-    doc = resolve_doctrine(recipe.doctrine_version)
     profiles = serving_profiles(recipe)  # before any case: a profile the adapter never saw fails here
     if profiles.get("profile_mismatch"):
         log(f"eval: warning: the distilled arm runs under {len(profiles['profile_mismatch'])} serving "
             f"profile(s) the adapter was not trained with (allow_profile_mismatch: true)")
-    jobs = plan(recipe, base_dir)
-    todo = [j for j in jobs if not _finished(case_path(out, j.arm, j.case_id, j.seed))]
+    todo = [j for j in jobs if not _finished(case_path(out, j.arm, j.case_id, j.seed), stamps[j.workload])]
     skipped = len(jobs) - len(todo)
     if todo and (out / MANIFEST).exists():  # the recipe grew: the run is incomplete again
         (out / MANIFEST).unlink()
@@ -330,7 +429,7 @@ def _run_locked(recipe: EvalRecipe, out: Path, *, backend: Backend | None, base_
                     result["metrics"][key] = after[key] - before.get(key, 0.0)
             result.update(status="done", arm=job.arm, case_id=job.case_id, seed=job.seed, window=job.window,
                           doctrine={"version": doc.version, "sha256": doc.sha256},
-                          started_at=t0, wall_s=round(time.time() - t0, 3))
+                          fingerprint=stamps[job.workload], started_at=t0, wall_s=round(time.time() - t0, 3))
             atomic_write_json(case_path(out, job.arm, job.case_id, job.seed), result)
 
         log(f"eval: {len(todo)} cases to run ({skipped} already done) with the {be.name} backend")
@@ -367,7 +466,8 @@ def _run_locked(recipe: EvalRecipe, out: Path, *, backend: Backend | None, base_
         if adapter:
             inputs["adapter"] = adapter
         write_manifest(out, stage="eval", config=recipe, doctrine=doc.to_manifest(), inputs=inputs,
-                       counts=counts, extra={"backend": describe, **profiles}, started_at=started)
+                       counts=counts, extra={"backend": describe, **profiles,
+                                             "cases": [_relative(out, j) for j in jobs]}, started_at=started)
         log(f"eval: complete, {len(jobs)} cases in {out}")
     else:
         log(f"eval: incomplete, {summary.done}/{len(jobs)} cases done ({len(failed)} failed); rerun to resume")
@@ -390,14 +490,35 @@ def _status(out: Path, total: int, done: int, complete: bool, failed: list | Non
                                             "failed": failed or []})
 
 
+def run_plan(out: str | Path) -> tuple[list[str], dict[str, str]] | None:
+    """The case files (relative to ``out``) the last run planned and its per-workload stamps,
+    from ``recipe.json``; None for a folder without one (made by hand or by an older run)."""
+    try:
+        rec = json.loads((Path(out) / RECIPE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or not isinstance(rec.get("plan"), list):
+        return None
+    return [str(p) for p in rec["plan"]], dict(rec.get("stamps") or {})
+
+
 def load_results(out: str | Path) -> list[dict[str, Any]]:
-    """Every finished case result under ``out/cases`` (unreadable files are skipped)."""
+    """Every finished case result of the run's plan (unreadable files are skipped): a case
+    file the plan does not list (another recipe's, another dataset's ids) or one computed
+    under another fingerprint is left out. A folder without a recorded plan: every case file."""
+    out = Path(out)
+    planned = run_plan(out)
+    paths = [out / p for p in planned[0]] if planned else sorted(out.glob("cases/*/*.json"))
+    stamps = set(planned[1].values()) if planned else set()
     rows = []
-    for p in sorted(Path(out).glob("cases/*/*.json")):
+    for p in paths:
         try:
             r = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(r, dict) and r.get("status") == "done":
-            rows.append(r)
+        if not isinstance(r, dict) or r.get("status") != "done":
+            continue
+        if stamps and r.get("fingerprint") not in stamps:
+            continue
+        rows.append(r)
     return rows

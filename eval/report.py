@@ -76,7 +76,7 @@ def _arm_key(arm: str) -> tuple[int, str]:
 
 def summarise_run(run_dir: str | Path) -> dict[str, Any]:
     """The report's JSON: per workload, per arm aggregates (and per kind for decisions)."""
-    from eval.harness import load_results
+    from eval.harness import load_results, run_plan
 
     run_dir = Path(run_dir)
     if not (run_dir / "cases").is_dir():
@@ -92,8 +92,13 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
     groups: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         groups[r.get("workload", "?")][r["arm"]].append(r)
-    out: dict[str, Any] = {"run_dir": str(run_dir), "complete": manifest is not None,
-                           "cases_done": len(results), "cases_total": status.get("total"),
+    # Complete: the run wrote its manifest and every case of its plan is there under the
+    # run's fingerprint (load_results counts only those), so a deleted case file or cases
+    # of another dataset's ids can never make "complete" or "24 of 12".
+    total = len(planned[0]) if (planned := run_plan(run_dir)) else status.get("total")
+    complete = manifest is not None and (planned is None or len(results) == total)
+    out: dict[str, Any] = {"run_dir": str(run_dir), "complete": complete,
+                           "cases_done": len(results), "cases_total": total,
                            "doctrine": (manifest or {}).get("doctrine"), "workloads": {},
                            "serving_profiles": (manifest or {}).get("serving_profiles") or [],
                            "arm_profiles": (manifest or {}).get("arm_profiles") or {},

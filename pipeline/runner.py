@@ -6,7 +6,13 @@
     python -m pipeline configs/pipeline/demo.yaml --force doctrine  # redo a stage
 
 Each stage writes into ``runs/<run_name>/<stage>/`` and, last, its ``manifest.json``; a
-stage whose manifest exists is skipped, so a rerun resumes where the last one stopped.
+stage whose manifest exists is skipped when it was computed from the same inputs, so a
+rerun resumes where the last one stopped. A stage's inputs are its fingerprint
+(:func:`stage_fingerprint`, kept in ``runs/<run_name>/fingerprints.json``): its recipe after
+the pipeline's overrides and the content hashes of the manifests of the stages before it.
+A complete stage whose fingerprint changed (another data recipe, model, doctrine...) is
+refused with the differences listed; ``--force STAGE`` reruns it and every stage after it,
+and a stage whose inputs were rebuilt in the same invocation reruns by itself.
 Stages that need torch are run in their own process with the command they print, so the
 commands in the output are the commands a user can run by hand.
 
@@ -37,7 +43,20 @@ from plumbing.recipe_loader import (
     load_for_cli,
     split_override_args,
 )
-from plumbing.runs import RunDir, atomic_write_json, atomic_write_text, write_manifest
+from plumbing.runs import (
+    MANIFEST,
+    STAGES,
+    RunDir,
+    RunFolderError,
+    atomic_write_json,
+    atomic_write_text,
+    claim_run_folder,
+    fingerprint_differences,
+    fingerprint_sha256,
+    manifest_content_sha256,
+    redact_secrets,
+    write_manifest,
+)
 
 
 def run_doctrine_stage(cfg: PipelineConfig, out: Path) -> dict:
@@ -83,9 +102,11 @@ def stage_overrides(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
 STAGE_RECIPES = {"data": ("data_recipe", "data"), "train": ("train_recipe", "train"), "eval": ("eval_recipe", "eval")}
 
 
-def check_stage_recipes(cfg: PipelineConfig, run: Path) -> None:
+def check_stage_recipes(cfg: PipelineConfig, run: Path) -> dict[str, dict]:
     """Load every stage recipe the pipeline will run with its overrides; a ConfigError names
-    the stage and the key, before the first stage starts."""
+    the stage and the key, before the first stage starts. Returns each resolved recipe (as
+    JSON, secrets redacted): what the stage's fingerprint records."""
+    resolved: dict[str, dict] = {}
     for stage in cfg.stages:
         if stage not in STAGE_RECIPES:
             continue
@@ -94,10 +115,56 @@ def check_stage_recipes(cfg: PipelineConfig, run: Path) -> None:
         module, _, name = SCHEMAS[kind].partition(":")
         schema = getattr(importlib.import_module(module), name)
         try:
-            load_config(recipe, schema, stage_overrides(cfg, stage, run))
+            loaded = load_config(recipe, schema, stage_overrides(cfg, stage, run))
         except ConfigError as exc:
             lines = "; ".join(line.strip() for line in str(exc).splitlines())  # one line
             raise ConfigError(f"{stage} stage ({key}): {lines}") from None
+        resolved[stage] = redact_secrets(loaded.model_dump(mode="json"))
+    return resolved
+
+
+FINGERPRINTS = "fingerprints.json"
+
+
+def stage_fingerprint(cfg: PipelineConfig, stage: str, run: RunDir, recipes: dict[str, dict]) -> dict:
+    """What ``stage``'s result is computed from: its recipe after the pipeline's overrides
+    (the model and doctrine version are in them), the doctrine's hash for the doctrine stage,
+    and the content hash of every earlier stage's manifest (None while that one is incomplete)."""
+    fp: dict = {}
+    if stage == "doctrine":
+        from doctrine.spec import resolve_doctrine
+
+        doc = resolve_doctrine(cfg.doctrine_version)
+        fp["doctrine"] = {"version": doc.version, "sha256": doc.sha256}
+    if stage in recipes:
+        fp["recipe"] = recipes[stage]
+    if stage == "train":
+        fp["accelerate_config"] = cfg.accelerate_config
+    before = cfg.stages[:cfg.stages.index(stage)]
+    fp["inputs"] = {s: manifest_content_sha256(run.stage(s)) for s in before}
+    return fp
+
+
+def _read_fingerprints(root: Path) -> dict:
+    import json
+
+    try:
+        data = json.loads((root / FINGERPRINTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _clear_for_rerun(run: RunDir, stage: str) -> None:
+    """Before a forced rerun: the stage is incomplete, and a training starts afresh (its
+    checkpoints are of other inputs). Only files the stages wrote, inside the run folder."""
+    import shutil
+
+    d = run.stage(stage)
+    (d / MANIFEST).unlink(missing_ok=True)
+    ckpt = d / "checkpoints"
+    if stage == "train" and ckpt.is_dir() and not ckpt.is_symlink() and not d.is_symlink():
+        shutil.rmtree(ckpt)
 
 
 def stage_command(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
@@ -143,13 +210,41 @@ def _log(line: str) -> None:
 
 def run_pipeline(cfg: PipelineConfig, *, force: tuple[str, ...] = (), log=_log) -> RunDir:
     root = Path(cfg.runs_dir) / cfg.run_name
-    check_stage_recipes(cfg, root)
+    recipes = check_stage_recipes(cfg, root)
+    try:  # a folder of the user's, or a stage folder that is a link, is refused before any stage
+        claim_run_folder(root, "run", writes=STAGES, flag="run folder",
+                         legacy=("timings.json", FINGERPRINTS, *STAGES))
+    except RunFolderError as exc:
+        raise ConfigError(str(exc)) from None
     run = RunDir.create(root)
+    # --force STAGE reruns that stage and every stage after it.
+    forced_from = min((cfg.stages.index(s) for s in force if s in cfg.stages), default=len(cfg.stages))
+    record = _read_fingerprints(root)
     timings = {}
-    for stage in cfg.stages:
-        if run.complete(stage) and stage not in force:
-            log(f"[skip] {stage}: {run.stage(stage) / 'manifest.json'} exists")
+    ran_before = False  # an earlier stage ran in this invocation: a later one whose inputs changed reruns
+    for i, stage in enumerate(cfg.stages):
+        fp = stage_fingerprint(cfg, stage, run, recipes)
+        sha = fingerprint_sha256(fp)
+        old = record.get(stage) if isinstance(record.get(stage), dict) else None
+        same = old is not None and old.get("sha256") == sha
+        forced = i >= forced_from
+        complete = run.complete(stage)
+        if not forced and not same and (complete or old is not None):
+            if not ran_before:
+                diffs = "; ".join(fingerprint_differences((old or {}).get("fingerprint"), fp))
+                what = "was computed" if complete else "was started (interrupted)"
+                raise StageFailed(f"stage {stage}: {run.stage(stage)} {what} from other inputs ({diffs}); "
+                                  f"rerun with --force {stage} (reruns it and every stage after it), or use "
+                                  "another run_name")
+            forced = True  # its inputs were rebuilt just now
+        if complete and not forced:
+            log(f"[skip] {stage}: {run.stage(stage) / 'manifest.json'} exists (same inputs)")
             continue
+        if forced:
+            _clear_for_rerun(run, stage)
+        record[stage] = {"sha256": sha, "fingerprint": fp}
+        atomic_write_json(root / FINGERPRINTS, record)
+        ran_before = True
         started = time.time()
         runner = STAGE_RUNNERS.get(stage)
         if runner is not None:
@@ -159,11 +254,9 @@ def run_pipeline(cfg: PipelineConfig, *, force: tuple[str, ...] = (), log=_log) 
                 write_manifest(out, stage=stage, config=cfg, counts=result.get("counts"),
                                doctrine=result.get("doctrine"), started_at=started)
         else:
-            if stage in force and run.complete(stage):
-                (run.stage(stage) / "manifest.json").unlink()
             cmd = stage_command(cfg, stage, run.root)
-            if stage == "eval" and stage in force:
-                cmd.append("--force")  # discard the old cases too: they may be of another recipe
+            if stage in ("data", "eval") and forced:
+                cmd.append("--force")  # eval: discard the old cases too, they are of other inputs
             log(f"[run ] {stage}: {' '.join(cmd)}")
             proc = subprocess.run(cmd)
             if proc.returncode != 0 or not run.complete(stage):
@@ -194,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("overrides", nargs="*", help="dotted KEY=VALUE overrides")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     p.add_argument("--force", action="append", default=[], metavar="STAGE",
-                   help="rerun STAGE even if its manifest exists (repeatable)")
+                   help="rerun STAGE and every stage after it, even if complete (needed when their inputs changed)")
     args, extra = p.parse_known_args(argv)
     overrides, stray = split_override_args(extra)
     if stray:

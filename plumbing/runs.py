@@ -5,6 +5,12 @@ files (each atomically) and then, last, ``manifest.json``. A present, parseable 
 means the stage is complete; a rerun skips it. Later stages only read earlier artifacts
 and record the sha256 of the manifests they read, so a report can be traced back to the
 exact data, adapter and doctrine it came from.
+
+The run-folder guard (:func:`claim_run_folder`) is the one rule every stage applies before
+it writes: a stage writes only into a new or empty folder or one it marked as its own, never
+through a symbolic link, and deletes only files it wrote. Fingerprints
+(:func:`fingerprint_sha256`, :func:`fingerprint_differences`) say what a result was computed
+from, so a rerun on other inputs is refused with the differences instead of skipped.
 """
 
 from __future__ import annotations
@@ -27,18 +33,28 @@ from typing import Any
 
 __all__ = [
     "MANIFEST",
+    "RUN_MARKER",
     "STAGES",
     "RunDir",
+    "RunFolderError",
     "atomic_write",
     "atomic_write_json",
     "atomic_write_text",
+    "claim_run_folder",
     "file_sha256",
+    "fingerprint_differences",
+    "fingerprint_sha256",
+    "manifest_content_sha256",
+    "paths_sha256",
     "git_revision",
     "out_dir_error",
     "package_versions",
     "read_manifest",
     "redact_secrets",
+    "remove_own_files",
+    "run_folder_error",
     "secret_values",
+    "short_value",
     "stage_complete",
     "write_manifest",
 ]
@@ -316,9 +332,169 @@ class RunDir:
     def open_stage(self, stage: str) -> Iterator[Path]:
         """Create the stage folder and drop a stale manifest so that a crash mid-stage
         leaves the stage visibly incomplete; the caller writes the manifest at the end."""
-        d = self.stage(stage)
-        d.mkdir(parents=True, exist_ok=True)
+        d = claim_run_folder(self.stage(stage), stage, flag="stage folder")  # ours, and not a link
         stale = d / MANIFEST
         if stale.exists():
             stale.unlink()
         yield d
+
+
+# --------------------------------------------------------------------------- the run-folder guard
+# Every stage writes only inside its own folder and deletes only files it wrote. A folder is
+# a stage's when it is empty or new, or holds that stage's marker (RUN_MARKER, written when the
+# stage claims the folder) or its manifest; a folder of the user's (or of another stage) is
+# refused before anything is written, and so is a symbolic link anywhere among the subfolders
+# a stage writes (a link is never followed, so a clean-up can never reach outside the run).
+
+RUN_MARKER = ".dtw-stage.json"
+MARKER_FORMAT = "doctrine-to-weights/run-folder"
+
+
+class RunFolderError(ValueError):
+    """The folder is not this stage's to write (the user's files, another stage's, a link)."""
+
+
+def _marker_stage(path: Path) -> str | None:
+    try:
+        data = json.loads((path / RUN_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("stage") if isinstance(data, dict) and data.get("format") == MARKER_FORMAT else None
+
+
+def run_folder_error(path: str | Path, stage: str, *, writes: tuple[str, ...] = (), flag: str = "--out",
+                     legacy: tuple[str, ...] = ()) -> str | None:
+    """Why ``stage`` may not write into ``path``, or None. ``writes``: the subpaths the stage
+    writes or cleans (none may be a symbolic link); ``legacy``: file names that mark the
+    stage's folder from before markers existed (the eval's ``status.json``)."""
+    p = Path(path)
+    if problem := out_dir_error(p, flag):
+        return problem
+    for name in writes:
+        sub = p / name
+        for part in (sub, *sub.parents):
+            if part == p or p not in part.parents:
+                break
+            if part.is_symlink():
+                return (f"{flag} {p}: {part} is a symbolic link; a stage writes only inside its run folder "
+                        "and never follows links (remove the link)")
+    if not p.is_dir() or not any(p.iterdir()):
+        return None
+    marked = _marker_stage(p)
+    manifest = read_manifest(p)
+    owner = marked or (manifest or {}).get("stage")
+    if owner is not None and owner != stage:
+        return f"{flag} {p}: the folder holds the {owner} stage's files, not the {stage} stage's; use another folder"
+    if owner == stage or any((p / name).exists() for name in legacy):
+        return None
+    return (f"{flag} {p}: the folder is not empty and the project did not create it (no {MANIFEST} or "
+            f"{RUN_MARKER}); nothing was written or deleted: use a new or empty folder")
+
+
+def claim_run_folder(path: str | Path, stage: str, *, writes: tuple[str, ...] = (), flag: str = "--out",
+                     legacy: tuple[str, ...] = ()) -> Path:
+    """Check ``path`` with :func:`run_folder_error` (raising :class:`RunFolderError`), create
+    it and mark it as ``stage``'s, so a rerun after an interruption is known to be ours."""
+    if problem := run_folder_error(path, stage, writes=writes, flag=flag, legacy=legacy):
+        raise RunFolderError(problem)
+    p = Path(path)
+    p.mkdir(parents=True, exist_ok=True)
+    if _marker_stage(p) != stage:
+        atomic_write_json(p / RUN_MARKER, {"format": MARKER_FORMAT, "stage": stage})
+    return p
+
+
+def remove_own_files(folder: Path, names: re.Pattern[str], root: Path) -> int:
+    """Delete the files directly in ``folder`` whose names match ``names`` (and the temp files
+    of :func:`atomic_write`), never following a link; ``folder`` must lie inside ``root``
+    without a link on the way. Other files stay. Returns how many were deleted."""
+    folder, root = Path(folder), Path(root)
+    for part in (folder, *folder.parents):
+        if part == root:
+            break
+        if part.is_symlink():
+            raise RunFolderError(f"{part} is a symbolic link; refusing to delete anything through it")
+    else:
+        raise RunFolderError(f"{folder} is not inside {root}; refusing to delete anything there")
+    if not folder.is_dir():
+        return 0
+    n = 0
+    for f in folder.iterdir():
+        if (names.fullmatch(f.name) or f.name.startswith(".tmp-")) and not f.is_symlink() and f.is_file():
+            f.unlink()
+            n += 1
+    return n
+
+
+# --------------------------------------------------------------------------- fingerprints
+# What a stage's result was computed from, as a JSON-able dict; a rerun compares the one it
+# recorded with the current one and refuses (listing the differences) unless forced.
+
+# Manifest fields that change on every run of the same inputs; the content hash leaves them out.
+VOLATILE = ("created_at", "wall_time_s", "git_revision", "packages", "command")
+
+
+def fingerprint_sha256(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+
+
+def paths_sha256(paths: list[str | Path] | tuple[str | Path, ...],
+                 patterns: tuple[str, ...] = ("*.parquet", "*.jsonl", "*.json")) -> str:
+    """One sha256 over the content of ``paths``: files as they are, folders by the files
+    under them that match ``patterns`` (each with its relative name; manifests and markers
+    left out, so a byte-identical rebuild keeps the hash). A path that does not exist counts
+    by its name. Paths enter by their last component only (their place is in the recipe)."""
+    h = hashlib.sha256()
+    for raw in paths:
+        p = Path(raw)
+        h.update(f"\0{p.name}\0".encode())  # the name, not the place: a moved run keeps its hash
+        if p.is_file():
+            h.update(file_sha256(p).encode())
+        elif p.is_dir():
+            files = sorted({f for pat in patterns for f in p.rglob(pat)
+                            if f.is_file() and f.name not in (MANIFEST, RUN_MARKER) and not f.name.startswith(".tmp-")})
+            for f in files:
+                h.update(f"{f.relative_to(p)}={file_sha256(f)};".encode())
+        else:
+            h.update(b"missing")
+    return h.hexdigest()
+
+
+def manifest_content_sha256(stage_dir: str | Path) -> str | None:
+    """sha256 of a stage's manifest without its :data:`VOLATILE` fields (what the stage
+    computed, not when), or None when the stage is incomplete."""
+    m = read_manifest(stage_dir)
+    if m is None:
+        return None
+    return fingerprint_sha256({k: v for k, v in m.items() if k not in VOLATILE})
+
+
+def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(obj, dict) and obj:
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: obj}
+
+
+def short_value(value: Any, limit: int = 40) -> str:
+    """``value`` for a one-line message: hashes to 12 characters, long values cut."""
+    if value is None:
+        return "(none)"
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{40,64}", value):
+        return value[:12]
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def fingerprint_differences(old: dict[str, Any] | None, new: dict[str, Any], limit: int = 6) -> list[str]:
+    """``key: old -> new`` for every leaf that differs between two fingerprints (dotted keys,
+    long values and hashes shortened), at most ``limit`` of them and a count of the rest."""
+    if old is None:
+        return ["fingerprint: (not recorded) -> " + fingerprint_sha256(new)[:12]]
+    a, b = _flatten(old), _flatten(new)
+    diffs = [f"{k}: {short_value(a.get(k))} -> {short_value(b.get(k))}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    if len(diffs) > limit:
+        diffs = diffs[:limit] + [f"and {len(diffs) - limit} more"]
+    return diffs

@@ -54,11 +54,13 @@ def _cmd_tiny_model(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
+    from plumbing.runs import RunFolderError
+
     from .export import ExportError, export_adapter
 
     try:
         export_adapter(args.run, merge=args.merge)
-    except ExportError as exc:
+    except (ExportError, RunFolderError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
@@ -116,9 +118,19 @@ def _cmd_train(argv: list[str]) -> int:
     if not args.out:
         print("error: --out runs/<name> is required", file=sys.stderr)
         return 2
+    from pathlib import Path
+
+    from plumbing.runs import RunFolderError, claim_run_folder
+
     from .data import DataError
     from .sft import NonFiniteTraining, run_training
 
+    try:  # <out>/train: a new folder or one training wrote, and no linked checkpoints/final folder
+        claim_run_folder(Path(args.out) / "train", "train", writes=("checkpoints", "final"),
+                         legacy=("checkpoints", "final"))
+    except RunFolderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         run_training(recipe, args.out, resume=args.resume)
     except DataError as exc:
