@@ -139,6 +139,10 @@ def _replay(session: Session, recipe: DataRecipe, doctrine, window: int, gate: s
         rejects[f"skipped:{reason}"] += n
 
 
+class EmptyCurriculum(ValueError):
+    """A build whose recipe yields no row at all: refused before its manifest is written."""
+
+
 def build_curriculum(recipe: DataRecipe, out: str | Path, *, log=print, progress: bool = True) -> Path:
     from doctrine.spec import resolve_doctrine
 
@@ -238,6 +242,11 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
     counts: dict[str, Any] = {"sessions": len(sessions), "sessions_by_split": dict(sorted(sessions_by_split.items())),
                               "sources": dict(sorted(sources.items())), "rejects": dict(sorted(rejects.items())),
                               "mixture": mix}
+    if not any(by_split.values()):
+        top = ", ".join(f"{k} {n}" for k, n in Counter(rejects).most_common(3)) or "none"
+        raise EmptyCurriculum(
+            f"the recipe yields no rows from {len(sessions)} sessions (most rejected: {top}); nothing "
+            "was marked complete. Give more sessions, larger windows or a higher max_tokens")
     kinds: dict[str, dict[str, int]] = {}
     lengths: dict[str, dict[str, int]] = {}
     files: dict[str, str] = {}

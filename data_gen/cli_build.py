@@ -38,7 +38,7 @@ def _build(args: argparse.Namespace) -> int:
         return 2
     from doctrine.spec import resolve_doctrine
 
-    from .build import build_curriculum, data_fingerprint
+    from .build import EmptyCurriculum, build_curriculum, data_fingerprint
 
     old = read_manifest(args.out)
     if old is not None and not args.force:
@@ -53,7 +53,7 @@ def _build(args: argparse.Namespace) -> int:
         return 2
     try:
         build_curriculum(recipe, args.out)
-    except RunFolderError as exc:
+    except (RunFolderError, EmptyCurriculum) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

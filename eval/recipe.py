@@ -320,6 +320,9 @@ class EvalRecipe(BaseConfig):
     @field_validator("arms")
     @classmethod
     def _arms(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("arms: name at least one arm (an eval of no arm has no case and would "
+                             f"be complete with nothing done); arms are {list(ARM_NAMES)}")
         bad = [a for a in v if a not in ARM_NAMES]
         if bad:
             raise ValueError(f"unknown arms {bad}; expected some of {list(ARM_NAMES)}")
