@@ -165,6 +165,12 @@ class BackendSpec(BaseConfig):
             if k.lower() in ("api_key", "key", "token", "password", "secret"):
                 raise ValueError(f"backend.settings.{k}: never put a key in a recipe; name its "
                                  "environment variable with api_key_env")
+        if v.get("api_key_env") is not None:  # checked here, on the whole block: the value is never echoed
+            from plumbing.secret_scan import env_name_error
+
+            problem = env_name_error(v["api_key_env"], "backend.settings.api_key_env")
+            if problem:
+                raise ValueError(problem)
         return v
 
     @model_validator(mode="after")
