@@ -8,8 +8,8 @@ Answers "did the doctrine get into the weights?" at a scale where one run cannot
 one adapter, keeps a checkpoint at every step in ``--steps``, and evaluates each checkpoint on
 the same held-out decisions (step 0 is the untrained model with the same distilled prompts,
 i.e. the ``base_slim`` arm; step N is the ``distilled`` arm with checkpoint N). Each point
-carries n and a 95 % bootstrap interval; each step is also compared with step 0 case by case
-(paired bootstrap), so the curve says where training changed the replies and where the
+carries n and a 95 % interval by the eval's small-n rule (Wilson; eval/README.md); each step is
+also compared with step 0 case by case (Tango's paired interval), so the curve says where training changed the replies and where the
 change is inside the noise.
 
 Everything runs through the stage CLIs (``python -m data_gen build``, ``python -m train``,
@@ -34,9 +34,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 # Per-case metrics of the held_out workload the curve follows (means over cases), and the
-# per-kind one that balanced_acc averages.
+# per-kind one that balanced_acc averages. The graded compress steps (held_out's
+# graded_compress: chosen -> parsed -> accepted / visible -> summary score, exact values ->
+# success) exist on compress-labelled decisions only, so their means and paired differences
+# are over those decisions: they show where learning stops when compress_success stays 0.
+GRADED_METRICS = ("compress_chosen", "compress_parsed", "compress_accepted", "ranges_visible", "summary_score",
+                  "exact_values_kept")
 CURVE_METRICS = ("compress_success", "kind_correct", "tool_call_valid", "malformed_share",
-                 "conformance_passed")
+                 "conformance_passed") + GRADED_METRICS
 
 
 class CurveError(RuntimeError):
@@ -86,13 +91,16 @@ def _num(v: Any) -> float | None:
     return None
 
 
-def mean_ci(values: list[float], seed: int = 0) -> dict[str, Any]:
-    """``{"mean", "ci95", "n"}`` of ``values`` (the eval's seeded percentile bootstrap)."""
-    from eval.metrics import bootstrap_ci
+def mean_ci(values: list[float], seed: int = 0, metric: str = "") -> dict[str, Any]:
+    """``{"mean", "ci95", "n"}`` of ``values`` (the eval's small-n interval rule:
+    ``eval.metrics.mean_ci``; every curve metric is a rate)."""
+    from eval.metrics import mean_ci as interval
+    from eval.metrics import metric_scale
 
     if not values:
         return {"mean": None, "ci95": None, "n": 0}
-    return {"mean": sum(values) / len(values), "ci95": bootstrap_ci(values, seed=seed), "n": len(values)}
+    scale = metric_scale(metric, values) if metric else "real"
+    return {"mean": sum(values) / len(values), "ci95": interval(values, scale, seed=seed), "n": len(values)}
 
 
 def balanced_acc(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
@@ -110,14 +118,20 @@ def balanced_acc(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
 
 def paired(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]], metric: str,
            seed: int = 0) -> dict[str, Any]:
-    """Mean of a - b over the cases both have, with a paired-bootstrap 95 % interval."""
-    diffs = []
+    """Mean of a - b over the cases both have, with the eval's paired 95 % interval
+    (``eval.metrics.paired_ci``: Tango's for rates)."""
+    from eval.metrics import metric_scale, paired_ci
+
+    xs, ys = [], []
     for key in sorted(set(a) & set(b), key=str):
         x, y = _num(a[key].get(metric)), _num(b[key].get(metric))
         if x is not None and y is not None:
-            diffs.append(x - y)
-    res = mean_ci(diffs, seed)
-    return {"diff": res["mean"], "ci95": res["ci95"], "n": res["n"]}
+            xs.append(x)
+            ys.append(y)
+    if not xs:
+        return {"diff": None, "ci95": None, "n": 0}
+    scale = metric_scale(metric, xs + ys)
+    return {"diff": sum(xs) / len(xs) - sum(ys) / len(ys), "ci95": paired_ci(xs, ys, scale, seed=seed), "n": len(xs)}
 
 
 def curve_point(step: int, rows: dict[Any, dict[str, Any]], base: dict[Any, dict[str, Any]]) -> dict[str, Any]:
@@ -127,7 +141,7 @@ def curve_point(step: int, rows: dict[Any, dict[str, Any]], base: dict[Any, dict
     point: dict[str, Any] = {"step": step, "n_cases": len(vals), "metrics": {}, "vs_step0": {}}
     for k in CURVE_METRICS:
         xs = [v for v in (_num(m.get(k)) for m in vals) if v is not None]
-        point["metrics"][k] = mean_ci(xs)
+        point["metrics"][k] = mean_ci(xs, metric=k)
     point["metrics"]["balanced_acc"] = balanced_acc(vals)
     if step > 0:
         for k in CURVE_METRICS:
@@ -147,15 +161,18 @@ def _fmt(res: dict[str, Any] | None, key: str = "mean") -> str:
 
 
 def curve_table(curve: dict[str, Any]) -> list[list[str]]:
-    head = ["step", "n", "balanced_acc", "compress_success", "kind_correct", "malformed_share",
-            "compress_success vs step 0", "kind_correct vs step 0", "malformed_share vs step 0"]
+    head = ["step", "n", "balanced_acc", "compress_chosen", "compress_parsed", "compress_accepted", "summary_score",
+            "compress_success", "kind_correct", "malformed_share",
+            "compress_chosen vs step 0", "compress_success vs step 0", "kind_correct vs step 0",
+            "malformed_share vs step 0"]
     rows = [head]
     for p in curve["points"]:
         m, d = p["metrics"], p["vs_step0"]
-        rows.append([str(p["step"]), str(p["n_cases"]), _fmt(m["balanced_acc"]), _fmt(m["compress_success"]),
-                     _fmt(m["kind_correct"]), _fmt(m["malformed_share"]),
-                     _fmt(d.get("compress_success"), "diff"), _fmt(d.get("kind_correct"), "diff"),
-                     _fmt(d.get("malformed_share"), "diff")])
+        rows.append([str(p["step"]), str(p["n_cases"]), _fmt(m["balanced_acc"]), _fmt(m.get("compress_chosen")),
+                     _fmt(m.get("compress_parsed")), _fmt(m.get("compress_accepted")), _fmt(m.get("summary_score")),
+                     _fmt(m["compress_success"]), _fmt(m["kind_correct"]), _fmt(m["malformed_share"]),
+                     _fmt(d.get("compress_chosen"), "diff"), _fmt(d.get("compress_success"), "diff"),
+                     _fmt(d.get("kind_correct"), "diff"), _fmt(d.get("malformed_share"), "diff")])
     return rows
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import math
 import re
 from collections import defaultdict
 from typing import Any
 
-__all__ = ["aggregate", "balanced_accuracy", "balanced_ci", "by_kind", "mean", "non_inferiority", "paired_balanced",
-           "range_overlap", "ref_interval", "scripted_metrics"]
+__all__ = ["aggregate", "arm_counts", "balanced_accuracy", "balanced_ci", "by_kind", "mean", "mean_ci", "metric_scale",
+           "non_inferiority", "paired_balanced", "paired_ci", "range_overlap", "ref_interval", "scripted_metrics",
+           "tango_ci", "wilson_ci"]
 
 
 def mean(xs: list[float]) -> float:
@@ -45,7 +48,9 @@ def scripted_metrics(calls: list[dict[str, Any]], probes: list[dict[str, Any]], 
 # Metrics whose per-arm aggregate is a sum across cases; all others are means.
 SUMMED = {"calls", "model_calls", "billed_tokens", "prompt_tokens", "completion_tokens", "doctrine_tokens",
           "compressions_attempted", "compressions_succeeded", "refetches", "recovery_calls", "probes", "malformed_calls",
-          "kernel_errors", "kernel_warnings", "recover_errors", "window_overflows", "prefix_cache_hits", "prefix_cache_queries", "cases"}
+          "kernel_errors", "kernel_warnings", "recover_errors", "window_overflows", "prefix_cache_hits", "prefix_cache_queries", "cases",
+          "questions", "correct", "summaries", "probe_items", "probe_items_correct", "deep_items", "deep_items_correct",
+          "compactions_before_questions", "decision_candidates"}
 
 
 def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -108,14 +113,36 @@ def range_overlap(predicted: list[tuple[str, str]], reference: list[tuple[str, s
 
 
 # ----------------------------------------------------------------- uncertainty
+# Which interval a figure gets (see eval/README.md, "Intervals"):
+# - a rate (values 0/1) or a score bounded in [0, 1]: Wilson's score interval (for a bounded
+#   score, Wilson on its mean: a score in [0, 1] has variance at most m(1 - m), so the
+#   interval is conservative); it never has width zero, even at n = 1 or a 0/8 rate;
+# - a paired difference of rates: Tango's score interval (from the discordant pairs);
+# - a paired difference of bounded scores at n < BOOTSTRAP_MIN_N: Wilson on (d + 1) / 2;
+# - any other mean: percentile bootstrap at n >= BOOTSTRAP_MIN_N, Student's t below it;
+# - balanced accuracy and its paired difference: the per-kind intervals above combined by
+#   MOVER (Zou & Donner), so a kind with two cases widens the interval as it should.
+# tests/eval/test_interval_coverage.py measures their coverage at n = 4, 8, 16, 32.
 BOOTSTRAP_SAMPLES = 2000
+BOOTSTRAP_MIN_N = 30  # under this many cases a percentile bootstrap under-covers (the test shows it)
+Z95 = 1.959963984540054
 PAIRS = (("distilled", "doctrine"), ("distilled", "base_slim"), ("doctrine", "base_slim"))
+# Means over cases that live in [0, 1] (rates and graded scores); every bool metric is one too.
+UNIT_METRICS = {"kind_correct", "compress_success", "recover_success", "tool_call_valid", "range_valid",
+                "range_overlap", "conformance_score", "conformance_passed", "probe_accuracy", "probe_score",
+                "accuracy", "evidence_survival", "summary_conformance", "deep_items_correct", "compacted",
+                "forced_compaction", "prefix_cache_hit_rate", "malformed_share", "decision_win",
+                "compress_chosen", "compress_parsed", "compress_accepted", "ranges_visible", "summary_score",
+                "exact_values_kept", "balanced_acc"}
+# 97.5 % quantiles of Student's t for 1..29 degrees of freedom (no scipy in the venv).
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045)
 
 
 def _numeric(v: Any) -> float | None:
     if isinstance(v, bool):
         return float(v)
-    if isinstance(v, (int, float)):
+    if isinstance(v, (int, float)) and math.isfinite(v):
         return float(v)
     return None
 
@@ -126,8 +153,51 @@ def mean_metrics(rows: list[dict[str, Any]]) -> list[str]:
     return sorted(k for k in keys if k not in SUMMED and not k.startswith("peak"))
 
 
+def metric_scale(name: str, values: list[Any]) -> str:
+    """``binary`` (0/1 values of a rate), ``unit`` (a score in [0, 1]) or ``real``."""
+    nums = [_numeric(v) for v in values]
+    nums = [v for v in nums if v is not None]
+    unit = (name in UNIT_METRICS or all(isinstance(v, bool) for v in values if v is not None)) \
+        and all(0.0 <= v <= 1.0 for v in nums)
+    if not unit:
+        return "real"
+    return "binary" if all(v in (0.0, 1.0) for v in nums) else "unit"
+
+
+def wilson_ci(successes: float, n: int, z: float = Z95, *, corrected: bool = True) -> list[float]:
+    """Wilson's score interval of a rate (``successes`` may be a sum of scores in [0, 1]).
+    ``corrected`` (the default) is Wilson's interval with the continuity correction
+    (Newcombe 1998, method 4): at n <= 8 the plain one covers a true rate near 0 or 1 only
+    ~85 % of the time; this one at least ~96 % (tests/eval/test_interval_coverage.py)."""
+    if n <= 0:
+        return []
+    p = min(1.0, max(0.0, successes / n))
+    z2 = z * z
+    if not corrected:
+        centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+        half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+        return [max(0.0, centre - half), min(1.0, centre + half)]
+    lo = 0.0 if p == 0 else (2 * n * p + z2 - 1 - z * math.sqrt(max(0.0, z2 - 2 - 1 / n + 4 * p * (n * (1 - p) + 1)))) / (2 * (n + z2))
+    hi = 1.0 if p == 1 else (2 * n * p + z2 + 1 + z * math.sqrt(max(0.0, z2 + 2 - 1 / n + 4 * p * (n * (1 - p) - 1)))) / (2 * (n + z2))
+    return [max(0.0, lo), min(1.0, hi)]
+
+
+def t_ci(values: list[float]) -> list[float]:
+    """Student's t interval of the mean (small samples of an unbounded metric)."""
+    n = len(values)
+    if n == 0:
+        return []
+    m = sum(values) / n
+    if n == 1:
+        return [m, m]
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
+    q = _T975[n - 2] if n - 1 <= len(_T975) else Z95
+    return [m - q * sd / math.sqrt(n), m + q * sd / math.sqrt(n)]
+
+
 def bootstrap_ci(values: list[float], *, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> list[float]:
-    """95 % percentile-bootstrap interval of the mean (seeded; [v, v] for one value)."""
+    """95 % percentile-bootstrap interval of the mean (seeded; [v, v] for one value). Only
+    :func:`mean_ci` decides when it is fit to use (continuous values, n >= BOOTSTRAP_MIN_N)."""
     import numpy as np
 
     x = np.asarray(values, dtype=float)
@@ -140,121 +210,219 @@ def bootstrap_ci(values: list[float], *, seed: int = 0, samples: int = BOOTSTRAP
     return [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))]
 
 
+def interval_method(scale: str, n: int, paired: bool = False) -> str:
+    """The name of the interval :func:`mean_ci` / :func:`paired_ci` use for this scale and n."""
+    if scale == "binary":
+        return "tango" if paired else "wilson"
+    if n >= BOOTSTRAP_MIN_N:
+        return "bootstrap"
+    return "wilson" if scale == "unit" else "t"
+
+
+def mean_ci(values: list[float], scale: str = "real", *, seed: int = 0) -> list[float]:
+    """95 % interval of the mean of ``values`` by the small-n rule (see the module notes)."""
+    n = len(values)
+    if n == 0:
+        return []
+    method = interval_method(scale, n)
+    if method == "wilson":
+        return wilson_ci(sum(values), n)
+    if method == "bootstrap":
+        return bootstrap_ci(values, seed=seed)
+    return t_ci(values)
+
+
+def _tango_z(b: int, c: int, n: int, d: float) -> float:
+    """Tango's score statistic for a paired difference d = p(1,0) - p(0,1)."""
+    # Constrained ML estimate of p(0,1) given the difference d (root of a quadratic).
+    big = b * (1 - d) + c * (1 - 3 * d) - 2 * (n - b - c) * d
+    q = (big + math.sqrt(max(0.0, big * big + 8 * n * c * d * (1 - d)))) / (4 * n)
+    var = n * (2 * q + d * (1 - d))
+    num = b - c - n * d
+    if var <= 1e-15:
+        return math.copysign(math.inf, num) if num else 0.0
+    return num / math.sqrt(var)
+
+
+@functools.lru_cache(maxsize=65536)
+def tango_ci(b: int, c: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Tango's (1998) score interval of a difference of paired rates, from ``b`` pairs where
+    only a succeeded, ``c`` where only b did, of ``n``. Width zero never: with no discordant
+    pair at all it is about +-z^2 / (n + z^2)."""
+    if n <= 0:
+        return (-1.0, 1.0)
+    d0 = (b - c) / n
+
+    def root(lo: float, hi: float, target: float) -> float:
+        # _tango_z decreases in d; find d in [lo, hi] with z(d) = target
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if _tango_z(b, c, n, mid) > target:
+                lo = mid
+            else:
+                hi = mid
+        return (lo + hi) / 2
+
+    low = -1.0 if _tango_z(b, c, n, -1 + 1e-12) <= z else root(-1.0, d0, z)
+    high = 1.0 if _tango_z(b, c, n, 1 - 1e-12) >= -z else root(d0, 1.0, -z)
+    return (max(-1.0, low), min(1.0, high))
+
+
+def newcombe_paired_ci(a: int, b: int, c: int, d: int, z: float = Z95) -> tuple[float, float]:
+    """Newcombe's (1998) method 10 for paired rates, cells a = (1,1), b = (1,0), c = (0,1),
+    d = (0,0), with the continuity-corrected correlation. Kept for the coverage test: Tango's
+    interval is the one the report uses."""
+    n = a + b + c + d
+    p1, p2 = (a + b) / n, (a + c) / n
+    l1, u1 = wilson_ci(a + b, n, z)
+    l2, u2 = wilson_ci(a + c, n, z)
+    marg = (a + b) * (c + d) * (a + c) * (b + d)
+    num = a * d - b * c
+    num = max(num - n / 2, 0.0) if num > 0 else num
+    phi = num / math.sqrt(marg) if marg else 0.0
+    dl = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    du = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    return (max(-1.0, p1 - p2 - dl), min(1.0, p1 - p2 + du))
+
+
+def paired_ci(xs: list[float], ys: list[float], scale: str = "real", *, seed: int = 0) -> list[float]:
+    """95 % interval of mean(x - y) over aligned pairs, by the small-n rule."""
+    n = len(xs)
+    if n == 0:
+        return []
+    method = interval_method(scale, n, paired=True)
+    if method == "tango":
+        b = sum(1 for x, y in zip(xs, ys, strict=True) if x > y)
+        c = sum(1 for x, y in zip(xs, ys, strict=True) if x < y)
+        return list(tango_ci(b, c, n))
+    diffs = [x - y for x, y in zip(xs, ys, strict=True)]
+    if method == "bootstrap":
+        return bootstrap_ci(diffs, seed=seed)
+    if method == "wilson":  # a difference of scores in [0, 1], mapped onto [0, 1]
+        lo, hi = wilson_ci(sum((v + 1) / 2 for v in diffs), n)
+        return [2 * lo - 1, 2 * hi - 1]
+    return t_ci(diffs)
+
+
 def arm_intervals(rows: list[dict[str, Any]], *, seed: int = 0) -> dict[str, list[float]]:
     """``{metric: [low, high]}`` over the cases of one arm, for every mean-type metric."""
     out = {}
     for k in mean_metrics(rows):
-        vals = [v for v in (_numeric(r.get(k)) for r in rows) if v is not None]
-        if vals:
-            out[k] = bootstrap_ci(vals, seed=seed)
+        raw = [r.get(k) for r in rows if _numeric(r.get(k)) is not None]
+        if raw:
+            out[k] = mean_ci([_numeric(v) for v in raw], metric_scale(k, raw), seed=seed)
     return out
+
+
+def arm_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """``{metric: n}``: how many cases each interval of :func:`arm_intervals` is over."""
+    return {k: sum(1 for r in rows if _numeric(r.get(k)) is not None) for k in mean_metrics(rows)}
 
 
 def paired_comparison(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]], *,
                       seed: int = 0) -> dict[str, dict[str, Any]]:
-    """``{metric: {"diff", "ci95", "n"}}``: mean of a - b over the cases both arms ran (keyed
-    alike, e.g. by (case_id, seed)), with a paired-bootstrap 95 % interval."""
+    """``{metric: {"diff", "ci95", "n", "method", "n_by_kind"}}``: mean of a - b over the
+    cases both arms ran (keyed alike, e.g. by (case_id, seed)), with its 95 % interval by the
+    small-n rule; ``n_by_kind`` counts the pairs per a's ``label_kind`` where rows have one."""
     keys = sorted(set(a) & set(b), key=str)
     out: dict[str, dict[str, Any]] = {}
     if not keys:
         return out
     for k in mean_metrics([a[c] for c in keys] + [b[c] for c in keys]):
-        diffs = []
+        xs, ys, raw, kinds = [], [], [], defaultdict(int)
         for c in keys:
             x, y = _numeric(a[c].get(k)), _numeric(b[c].get(k))
             if x is not None and y is not None:
-                diffs.append(x - y)
-        if diffs:
-            out[k] = {"diff": sum(diffs) / len(diffs), "ci95": bootstrap_ci(diffs, seed=seed), "n": len(diffs)}
+                xs.append(x)
+                ys.append(y)
+                raw += [a[c].get(k), b[c].get(k)]
+                if "label_kind" in a[c]:
+                    kinds[str(a[c]["label_kind"])] += 1
+        if xs:
+            scale = metric_scale(k, raw)
+            d = {"diff": sum(xs) / len(xs) - sum(ys) / len(ys), "ci95": paired_ci(xs, ys, scale, seed=seed),
+                 "n": len(xs), "method": interval_method(scale, len(xs), paired=True)}
+            if kinds:
+                d["n_by_kind"] = dict(sorted(kinds.items()))
+            out[k] = d
     return out
 
 
-def balanced_accuracy(rows: list[dict[str, Any]]) -> float | None:
-    """Mean over label kinds of the share of rows with ``kind_correct``; None without any."""
+def _by_label_kind(rows: list[dict[str, Any]]) -> dict[str, list[float]]:
     per: dict[str, list[float]] = defaultdict(list)
     for r in rows:
         v = _numeric(r.get("kind_correct"))
         if v is not None:
             per[str(r.get("label_kind"))].append(v)
+    return dict(sorted(per.items()))
+
+
+def balanced_accuracy(rows: list[dict[str, Any]]) -> float | None:
+    """Mean over label kinds of the share of rows with ``kind_correct``; None without any."""
+    per = _by_label_kind(rows)
     return mean([mean(v) for v in per.values()]) if per else None
 
 
-def _strata(rows: list[dict[str, Any]]) -> list[list[int]]:
-    """Row indices grouped by label kind (a kind-stratified bootstrap keeps every kind)."""
-    groups: dict[str, list[int]] = defaultdict(list)
-    for i, r in enumerate(rows):
-        if _numeric(r.get("kind_correct")) is not None:
-            groups[str(r.get("label_kind"))].append(i)
-    return [groups[k] for k in sorted(groups)]
-
-
-def _balanced_resamples(kind_correct: list[list[float]], strata: list[list[int]], seed: int,
-                        samples: int) -> list[list[float]]:
-    """Per series in ``kind_correct`` (one per arm, aligned rows), ``samples`` balanced
-    accuracies over the same kind-stratified resamples of the rows."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    xs = [np.asarray(s, dtype=float) for s in kind_correct]
-    out = [np.zeros(samples) for _ in xs]
-    for idx in strata:
-        pick = np.asarray(idx)[rng.integers(0, len(idx), size=(samples, len(idx)))]
-        for o, x in zip(out, xs, strict=True):
-            o += x[pick].mean(axis=1)
-    return [list(o / len(strata)) for o in out]
+def _mover(point: float, parts: list[tuple[float, float, float]], lo_bound: float, hi_bound: float) -> list[float]:
+    """MOVER interval of the mean of K estimates, each (estimate, low, high)."""
+    w = 1 / len(parts)
+    down = math.sqrt(sum((w * (e - lo)) ** 2 for e, lo, _ in parts))
+    up = math.sqrt(sum((w * (hi - e)) ** 2 for e, _, hi in parts))
+    return [max(lo_bound, point - down), min(hi_bound, point + up)]
 
 
 def balanced_ci(rows: list[dict[str, Any]], *, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> list[float]:
-    """95 % bootstrap interval of :func:`balanced_accuracy`, resampling within each kind."""
-    import numpy as np
-
-    strata = _strata(rows)
-    if not strata:
+    """95 % interval of :func:`balanced_accuracy`: each kind's Wilson interval, combined by
+    MOVER. Two cases of a kind leave that kind's rate wide open, and the interval says so
+    (``seed`` and ``samples`` are accepted for callers of the former bootstrap)."""
+    per = _by_label_kind(rows)
+    if not per:
         return []
-    if all(len(s) == 1 for s in strata):
-        v = balanced_accuracy(rows)
-        return [v, v]
-    x = [_numeric(r.get("kind_correct")) or 0.0 for r in rows]
-    (bal,) = _balanced_resamples([x], strata, seed, samples)
-    return [float(np.percentile(bal, 2.5)), float(np.percentile(bal, 97.5))]
+    parts = [(mean(v), *wilson_ci(sum(v), len(v))) for v in per.values()]
+    return _mover(mean([p[0] for p in parts]), parts, 0.0, 1.0)
 
 
 def paired_balanced(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]], *, seed: int = 0,
                     samples: int = BOOTSTRAP_SAMPLES) -> dict[str, Any] | None:
-    """``{"diff", "ci95", "n"}`` of balanced accuracy a - b over the shared cases (strata by
-    a's label kind), with a paired kind-stratified bootstrap interval; None without cases."""
-    import numpy as np
-
+    """``{"diff", "ci95", "n", "method", "n_by_kind"}`` of balanced accuracy a - b over the
+    shared cases (kinds by a's label kind): each kind's paired difference with Tango's
+    interval, combined by MOVER; None without cases."""
     keys = [k for k in sorted(set(a) & set(b), key=str)
             if _numeric(a[k].get("kind_correct")) is not None and _numeric(b[k].get("kind_correct")) is not None]
     if not keys:
         return None
-    ra, rb = [a[k] for k in keys], [b[k] for k in keys]
-    diff = (balanced_accuracy(ra) or 0.0) - (balanced_accuracy(rb) or 0.0)
-    strata = _strata(ra)
-    if all(len(s) == 1 for s in strata):
-        return {"diff": diff, "ci95": [diff, diff], "n": len(keys)}
-    xa = [_numeric(r["kind_correct"]) or 0.0 for r in ra]
-    xb = [_numeric(r["kind_correct"]) or 0.0 for r in rb]
-    ba, bb = _balanced_resamples([xa, xb], strata, seed, samples)
-    d = np.asarray(ba) - np.asarray(bb)
-    return {"diff": diff, "ci95": [float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))], "n": len(keys)}
+    per: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for k in keys:
+        per[str(a[k].get("label_kind"))].append((_numeric(a[k]["kind_correct"]), _numeric(b[k]["kind_correct"])))
+    parts = []
+    for pairs in per.values():
+        n = len(pairs)
+        bb = sum(1 for x, y in pairs if x > y)
+        cc = sum(1 for x, y in pairs if x < y)
+        parts.append(((bb - cc) / n, *tango_ci(bb, cc, n)))
+    diff = mean([p[0] for p in parts])
+    return {"diff": diff, "ci95": _mover(diff, parts, -1.0, 1.0), "n": len(keys), "method": "tango+mover",
+            "n_by_kind": {k: len(v) for k, v in sorted(per.items())}}
 
 
 # Metrics a non-inferiority verdict may be asked for: rates where higher is better.
 NON_INFERIORITY_METRICS = ("balanced_acc", "kind_correct", "compress_success", "conformance_passed",
                            "conformance_score", "tool_call_valid", "range_valid", "range_overlap",
                            "probe_score", "probe_accuracy", "accuracy", "evidence_survival",
-                           "summary_conformance", "recover_success")
+                           "summary_conformance", "recover_success", "decision_win", "decision_margin",
+                           "decision_logprob")
 
 
-def non_inferiority(diff: dict[str, Any], margin: float, min_cases: int = 1) -> str:
+def non_inferiority(diff: dict[str, Any], margin: float, min_cases: int = 1, min_per_kind: int = 1) -> str:
     """The verdict on one paired difference (a - b, higher is better) against ``margin``:
     ``non-inferior`` when the interval's low end is above -margin, ``inferior`` when its high
     end is below -margin, else ``inconclusive`` (the cases cannot tell). Fewer than
-    ``min_cases`` cases are always ``inconclusive``: a bootstrap over one or two cases gives an
-    interval of width zero that says nothing."""
+    ``min_cases`` cases, or fewer than ``min_per_kind`` in some decision kind the difference
+    is over (``n_by_kind``), are always ``inconclusive``: a few cases of a kind cannot speak
+    for it, whatever interval they give."""
     if int(diff.get("n", min_cases)) < min_cases:
+        return "inconclusive"
+    if any(int(v) < min_per_kind for v in (diff.get("n_by_kind") or {}).values()):
         return "inconclusive"
     lo, hi = diff["ci95"]
     if lo > -margin:

@@ -231,6 +231,9 @@ class NonInferiority(BaseConfig):
     margin: float = Field(0.05, gt=0, le=1)  # in the metric's own units (rates: 0.05 = 5 points)
     # Below this many paired cases the verdict is inconclusive whatever the interval says.
     min_cases: int = Field(8, ge=1)
+    # Below this many paired cases of some decision kind the difference is over (held_out:
+    # the label kinds of balanced_acc, the compress rows of compress_success), inconclusive too.
+    min_per_kind: int = Field(5, ge=1)
     metrics: list[str] = Field(default_factory=lambda: ["balanced_acc", "compress_success", "conformance_passed"])
     pairs: list[str] = Field(default_factory=lambda: ["distilled_vs_doctrine"])  # <a>_vs_<b>, arms of the recipe
 

@@ -23,6 +23,7 @@ from typing import Any
 from eval.metrics import (
     PAIRS,
     aggregate,
+    arm_counts,
     arm_intervals,
     balanced_ci,
     by_kind,
@@ -30,14 +31,17 @@ from eval.metrics import (
     paired_balanced,
     paired_comparison,
 )
+from eval.metric_defs import COUNTS, definitions_for
 from plumbing.runs import (
     MANIFEST,
     atomic_write,
     atomic_write_json,
     atomic_write_text,
+    claim_run_folder,
     file_sha256,
     out_dir_error,
     read_manifest,
+    run_folder_error,
     write_manifest,
 )
 
@@ -50,14 +54,16 @@ SCRIPTED_COLS = ["cases", "calls", "model_calls", "billed_tokens", "mean_context
 MARATHON_COLS = SCRIPTED_COLS[:11] + ["probe_score", "deep_items_correct", "summary_conformance"] + SCRIPTED_COLS[11:]
 PROBES_COLS = ["cases", "questions", "accuracy", "evidence_survival", "compacted", "forced_compaction", "model_calls", "billed_tokens", "mean_context",
                "peak_context", "compressions_succeeded", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
-HELD_OUT_COLS = ["cases", "balanced_acc", "compress_success", "recover_success", "kind_correct", "tool_call_valid", "range_valid", "range_overlap",
+HELD_OUT_COLS = ["cases", "balanced_acc", "compress_chosen", "compress_parsed", "compress_accepted", "ranges_visible",
+                 "summary_score", "exact_values_kept", "compress_success", "recover_success", "kind_correct", "decision_logprob",
+                 "decision_margin", "decision_win", "tool_call_valid", "range_valid", "range_overlap",
                  "conformance_score",
                  "conformance_passed", "kernel_errors", "kernel_warnings", "prompt_tokens", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
 COLUMNS = {"scripted": SCRIPTED_COLS, "marathon": MARATHON_COLS, "probes": PROBES_COLS, "held_out": HELD_OUT_COLS}
 SESSION_WORKLOADS = ("marathon", "scripted")  # replayed sessions: context series and per-arm bars
 # The results-at-a-glance table: (column, workload, metric); "calls" columns come from every call.
 HEADLINE = [("balanced_acc", "held_out", "balanced_acc"), ("compress_success", "held_out", "compress_success"),
-            ("decision_acc", "held_out", "kind_correct"), ("summary_conf", "held_out", "conformance_score"),
+            ("decision_acc", "held_out", "kind_correct"), ("decision_win", "held_out", "decision_win"), ("summary_conf", "held_out", "conformance_score"),
             ("marathon_probe", "marathon", "probe_score"), ("billed_tokens", "marathon", "billed_tokens"),
             ("peak_context", "marathon", "peak_context"), ("recall_probes", "probes", "accuracy"),
             ("prompt_tok/call", "calls", "prompt_per_call"), ("max_prompt", "calls", "max_prompt"),
@@ -109,6 +115,7 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
             rows = [r["metrics"] for r in arms[arm]]
             entry["arms"][arm] = aggregate(rows)
             entry["arms"][arm]["ci95"] = arm_intervals(rows)
+            entry["arms"][arm]["ci_n"] = arm_counts(rows)
             if wl == "held_out":
                 entry["by_kind"][arm] = by_kind(rows)
                 # Mean over decision kinds of the share answered right: never compressing (or
@@ -117,6 +124,8 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
                 if per:
                     entry["arms"][arm]["balanced_acc"] = sum(per) / len(per)
                     entry["arms"][arm]["ci95"]["balanced_acc"] = balanced_ci(rows)
+                    entry["arms"][arm]["ci_n"]["balanced_acc"] = sum(
+                        int(k.get("cases", 0)) for k in entry["by_kind"][arm].values() if "kind_correct" in k)
                 # Confusion: labelled decision -> the form of the reply (eval.workloads.held_out.reply_form)
                 conf: dict[str, dict[str, int]] = {}
                 for m in rows:
@@ -124,6 +133,10 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
                     conf.setdefault(lab, {}).setdefault(got, 0)
                     conf[lab][got] += 1
                 entry.setdefault("confusion", {})[arm] = conf
+                # How decision_logprob was got: teacher-forced, or why not (a backend without scoring).
+                how = sorted({str(m["decision_scoring"]) for m in rows if m.get("decision_scoring")})
+                if how:
+                    entry.setdefault("decision_scoring", {})[arm] = how
         if wl in SESSION_WORKLOADS:
             entry["series"] = _series(arms)
         if wl == "probes":
@@ -177,22 +190,30 @@ def verdicts(paired: dict[str, Any], ni: Any) -> dict[str, Any]:
                 d = (pairs.get(pair) or {}).get(metric)
                 if d and len(d.get("ci95") or []) == 2:
                     out.setdefault(wl, {}).setdefault(pair, {})[metric] = {
-                        **d, "verdict": non_inferiority(d, ni.margin, ni.min_cases)}
-    return {"margin": ni.margin, "min_cases": ni.min_cases, "metrics": list(ni.metrics), "pairs": list(ni.pairs),
-            "verdicts": out}
+                        **d, "verdict": non_inferiority(d, ni.margin, ni.min_cases, ni.min_per_kind)}
+    return {"margin": ni.margin, "min_cases": ni.min_cases, "min_per_kind": ni.min_per_kind,
+            "metrics": list(ni.metrics), "pairs": list(ni.pairs), "verdicts": out}
 
 
 def verdict_table(summary: dict[str, Any]) -> list[list[str]] | None:
     ni = summary.get("non_inferiority")
     if not ni:
         return None
-    t = [["workload", "pair", "metric", "diff (a - b)", "95% interval", "n", f"verdict (margin {_fmt(ni['margin'])}, min n {ni.get('min_cases', 1)})"]]
+    t = [["workload", "pair", "metric", "diff (a - b)", "95% interval", "n", "n per kind", "method",
+          f"verdict (margin {_fmt(ni['margin'])}, min n {ni.get('min_cases', 1)}, "
+          f"min n per kind {ni.get('min_per_kind', 1)})"]]
     for wl, pairs in ni["verdicts"].items():
         for pair, metrics in pairs.items():
             for k, d in metrics.items():
                 lo, hi = d["ci95"]
-                t.append([wl, pair, k, _fmt(d["diff"]), f"[{_fmt(lo)}, {_fmt(hi)}]", str(d["n"]), d["verdict"]])
+                t.append([wl, pair, k, _fmt(d["diff"]), f"[{_fmt(lo)}, {_fmt(hi)}]", str(d["n"]),
+                          _kinds(d), d.get("method", "–"), d["verdict"]])
     return t
+
+
+def _kinds(d: dict[str, Any]) -> str:
+    """``compress 16, refuse 8``: the pairs per decision kind behind a difference."""
+    return ", ".join(f"{k} {v}" for k, v in (d.get("n_by_kind") or {}).items()) or "–"
 
 
 def profile_lines(summary: dict[str, Any]) -> list[str]:
@@ -244,10 +265,11 @@ def headline_table(summary: dict[str, Any]) -> list[list[str]]:
         for _, wl, key in cols:
             src = calls.get(arm, {}) if wl == "calls" else wls.get(wl, {}).get("arms", {}).get(arm, {})
             v = src.get(key)
-            cell = f"{v:.0%}" if key == "doctrine_share" and v is not None else _fmt(v)
+            cell = f"{v:.0%}" if key == "doctrine_share" and v is not None else _fmt(v, key)
             ci = (src.get("ci95") or {}).get(key)
-            if ci and v is not None and ci[0] != ci[1]:
-                cell += f" [{_fmt(ci[0])}, {_fmt(ci[1])}]"
+            if ci and v is not None:
+                n = (src.get("ci_n") or {}).get(key)
+                cell += f" [{_fmt(ci[0])}, {_fmt(ci[1])}]" + (f" n={n}" if n is not None else "")
             row.append(cell)
         table.append(row)
     return table
@@ -267,16 +289,8 @@ def _series(arms: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- rendering
 
 
-GLANCE_NOTE = ("balanced_acc: mean over decision kinds of the share of held-out decisions answered "
-               "with the labeled decision; compress_success: share of compress-labelled decisions answered with a valid "
-               "compress call over visible ranges whose summaries all pass the conformance checker; decision_acc: that "
-               "share over all held-out decisions; summary_conf: conformance "
-               "score of the summaries written there; marathon_probe: graded marathon probe score; "
-               "billed_tokens and peak_context: over the marathon; recall_probes: probe answers correct; "
-               "prompt_tok/call, max_prompt and doctrine_share: over every real model call of the arm "
-               "(max_prompt is the longest prompt sent, to compare with the model's context length; "
-               "doctrine_share is the part of the prompt tokens that was doctrine text: rules, nudges, "
-               "tool descriptions). Brackets: a 95% bootstrap interval over the cases (seeded).")
+GLANCE_NOTE = ("Each column is defined once, in the Definitions section below. Brackets: the 95% interval "
+               "by the small-n rule, with n, the cases it is over, beside it.")
 
 
 def _columns(wl: str, arms: dict[str, dict[str, Any]]) -> list[str]:
@@ -305,12 +319,13 @@ def paired_tables(summary: dict[str, Any]) -> dict[str, list[list[str]]]:
     out = {}
     for wl, pairs in (summary.get("paired") or {}).items():
         cols = set(COLUMNS.get(wl, []))
-        t = [["pair", "metric", "diff (a - b)", "95% interval", "n"]]
+        t = [["pair", "metric", "diff (a - b)", "95% interval", "n", "n per kind", "method"]]
         for pair, metrics in pairs.items():
             for k, d in metrics.items():
                 if k in cols:
                     lo, hi = d["ci95"]
-                    t.append([pair, k, _fmt(d["diff"]), f"[{_fmt(lo)}, {_fmt(hi)}]", str(d["n"])])
+                    t.append([pair, k, _fmt(d["diff"]), f"[{_fmt(lo)}, {_fmt(hi)}]", str(d["n"]), _kinds(d),
+                              d.get("method", "–")])
         if len(t) > 1:
             out[wl] = t
     return out
@@ -319,8 +334,8 @@ def paired_tables(summary: dict[str, Any]) -> dict[str, list[list[str]]]:
 NI_NOTE = ("Non-inferiority (the recipe's non_inferiority block): arm a is non-inferior to arm b on a "
            "metric when the low end of the paired 95% interval of a - b is above -margin; inferior when its "
            "high end is below -margin; inconclusive when the interval straddles -margin (too few or too "
-           "varied cases to tell), and always inconclusive under min_cases paired cases (a bootstrap over "
-           "one or two cases has an interval of width zero). Higher is better for every metric listed.")
+           "varied cases to tell), and always inconclusive under min_cases paired cases or under "
+           "min_per_kind in some decision kind. Higher is better for every metric listed.")
 RECALL_NOTE = ("Recall probes, per question: accuracy by kind; 'vs full' counts only the questions the full "
                "arm answered (a lost answer there is lost to compaction, not to the model), 'full failed' those "
                "it did not; 'compacted' is the share of cases with a compaction before the first question "
@@ -347,14 +362,16 @@ def recall_table(entry: dict[str, Any]) -> list[list[str]] | None:
     return t
 
 
-PAIRED_NOTE = ("Paired: the same cases run by both arms; diff is the mean of (a - b) over them and the "
-               "interval a seeded paired bootstrap (2,000 resamples). An interval that excludes 0 is a "
-               "difference these cases support; with a handful of cases most intervals are wide.")
+PAIRED_NOTE = ("Paired: the same cases run by both arms; diff is the mean of (a - b) over them, the interval "
+               "is by the small-n rule (method column; see Definitions). An interval that excludes 0 is a "
+               "difference these cases support; at n under ~30 most intervals are wide, and should be.")
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: Any, name: str | None = None) -> str:
     if v is None:
         return "–"
+    if name in COUNTS and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return f"{round(v):,}"
     if isinstance(v, float):
         return f"{v:.3f}" if abs(v) < 10 else f"{v:,.0f}"
     if isinstance(v, int):
@@ -366,7 +383,7 @@ def _table(rows: dict[str, dict[str, Any]], cols: list[str], label: str = "arm")
     present = [c for c in cols if any(c in r for r in rows.values())]
     out = [[label] + present]
     for name, r in rows.items():
-        out.append([name] + [_fmt(r.get(c)) for c in present])
+        out.append([name] + [_fmt(r.get(c), c) for c in present])
     return out
 
 
@@ -473,6 +490,19 @@ def _side_by_side(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[list[s
     return out
 
 
+def _shown_names(summary: dict[str, Any], glance: list[list[str]], ptabs: dict[str, list[list[str]]],
+                 vt: list[list[str]] | None) -> list[str]:
+    """Every metric name and column head the report's tables print."""
+    names = list(glance[0][1:]) + ["95% interval", "n"]  # the glance cells carry both
+    for wl, entry in summary["workloads"].items():
+        names += _table(entry["arms"], _columns(wl, entry["arms"]))[0][1:]
+    for t in ptabs.values():
+        names += [r[1] for r in t[1:]] + t[0][2:]
+    if vt:
+        names += [r[2] for r in vt[1:]] + vt[0][3:7]
+    return names
+
+
 def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str | Path | None = None) -> Path:
     """Write report.md, report.html, report.json, the PNGs and a manifest; returns the folder."""
     started = time.time()
@@ -481,9 +511,9 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
     other = summarise_run(vs) if vs else None
     flag = "--out" if out else "report folder"
     out = Path(out) if out else (run_dir.parent / "report" if run_dir.name == "eval" else run_dir / "report")
-    if problem := out_dir_error(out, flag):
+    if problem := out_dir_error(out, flag) or run_folder_error(out, "report", flag=flag):
         raise ReportError(problem)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_run_folder(out, "report", flag=flag)  # a folder of the user's is refused above, untouched
     pngs = _plots(summary)
     for name, data in pngs.items():
         atomic_write(out / name, data)
@@ -502,6 +532,10 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
     parts_html += ["<h2>Results at a glance</h2>", _html_table(glance), f"<p>{html.escape(GLANCE_NOTE)}</p>"]
     ptabs = paired_tables(summary)
     vt = verdict_table(summary)
+    defs = summary["definitions"] = dict(definitions_for(_shown_names(summary, glance, ptabs, vt)))
+    md += ["## Definitions", ""] + [f"- **{k}**: {v}" for k, v in defs.items()] + [""]
+    parts_html += ["<h2>Definitions</h2>", "<ul>" + "".join(
+        f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in defs.items()) + "</ul>"]
     if vt is not None:
         md += ["## Non-inferiority", "", NI_NOTE, ""]
         md += [_md(vt), ""] if len(vt) > 1 else ["No pair of the recipe ran on a listed metric.", ""]
@@ -511,6 +545,11 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
         t = _table(entry["arms"], _columns(wl, entry["arms"]))
         md += [f"## {wl}", "", _md(t), ""]
         parts_html += [f"<h2>{html.escape(wl)}</h2>", _html_table(t)]
+        for arm, how in (entry.get("decision_scoring") or {}).items():
+            if how != ["teacher-forced"]:
+                line = f"decision_logprob / decision_margin / decision_win for {arm}: {'; '.join(how)}."
+                md += [line, ""]
+                parts_html.append(f"<p>{html.escape(line)}</p>")
         rt = recall_table(entry)
         if rt is not None:
             md += [f"### {wl}: accuracy by kind and relative to full", "", RECALL_NOTE, "", _md(rt), ""]

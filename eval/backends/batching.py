@@ -90,6 +90,15 @@ class MicroBatcher(Backend):
     def stats(self) -> dict[str, Any]:
         return self.inner.stats()
 
+    def score_replies(self, request: Request, replies: list[dict[str, Any]], first_tokens: int) -> list[list[float]]:
+        """The engine's teacher-forced scoring, under the engine lock; NotImplementedError
+        when the engine has none (only the hf backend scores)."""
+        fn = getattr(self.inner, "score_replies", None)
+        if fn is None:
+            raise NotImplementedError(f"the {self.inner.name} backend does not score replies")
+        with self._lock:
+            return fn(request, replies, first_tokens)
+
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
 

@@ -13,6 +13,9 @@ same tokens (a session's next call usually extends the last one): the cache is c
 the common prefix and only the rest is prefilled. ``stats()`` reports the reused tokens as
 ``prefix_cache_hits`` over ``prefix_cache_queries`` (prompt tokens), as vLLM names them.
 
+``score_replies`` scores candidate replies teacher-forced instead of generating (the held-out
+``decision_logprob`` metrics; ``eval.backends.hf_score``).
+
 ``kv_cache: growing`` (the default) decodes with ``plumbing.kv_cache.growing_cache``: the same
 tokens as transformers' concatenating cache, 69-117 ms a decoded token against 130-134 ms at
 a 4K-token prompt on 2 CPU cores (``benchmarks/hf_decode.py``); ``kv_cache: dynamic`` is transformers' own.
@@ -156,6 +159,13 @@ class HFBackend(Backend):
 
     def stats(self) -> dict[str, Any]:
         return {"prefix_cache_hits": float(self._hits), "prefix_cache_queries": float(self._queries)}
+
+    def score_replies(self, request: Request, replies: list[dict[str, Any]], first_tokens: int) -> list[list[float]]:
+        """Teacher-forced log-probabilities of each reply's first tokens after the prompt: one
+        prefill (or the cached prompt) and one batched pass (``eval.backends.hf_score``)."""
+        from eval.backends.hf_score import score_replies
+
+        return score_replies(self, request, replies, first_tokens)
 
     def _complete(self, request: Request) -> Completion:
         return self._generate([request])[0]

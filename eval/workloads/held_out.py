@@ -436,6 +436,9 @@ class HeldOutSettings(BaseConfig):
     # The generation cap of these calls when it differs from the recipe's max_tokens: a whole
     # compress call needs ~300-650 tokens, while the marathon's decisions do with fewer.
     max_tokens: int | None = Field(None, ge=1)
+    # Teacher-forced decision scores beside the generated reply (eval.workloads.decision_scoring):
+    # the first this-many tokens of the label and of each alternative decision; 0 turns them off.
+    score_first_tokens: int = Field(12, ge=0)
 
 
 class HeldOutWorkload:
@@ -468,10 +471,10 @@ class HeldOutWorkload:
     def run_case(self, case: Case, arm: str, seed: int, ctx: RunContext) -> dict[str, Any]:
         if self.settings.get("max_tokens"):
             ctx = replace(ctx, max_tokens=int(self.settings["max_tokens"]))
-        return run_row(case.payload, arm, ctx)
+        return run_row(case.payload, arm, ctx, score_first_tokens=int(self.settings.get("score_first_tokens", 12)))
 
 
-def run_row(row: dict[str, Any], arm: str, ctx: RunContext) -> dict[str, Any]:
+def run_row(row: dict[str, Any], arm: str, ctx: RunContext, score_first_tokens: int = 0) -> dict[str, Any]:
     info = ARM_INFO[arm]
     mode = info.prompt_mode or "distilled"
     doc = ctx.doctrine
@@ -508,6 +511,10 @@ def run_row(row: dict[str, Any], arm: str, ctx: RunContext) -> dict[str, Any]:
     metrics = {**scores, "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,
                "doctrine_tokens": doctrine_tokens, "malformed_calls": int(bool(comp.parse_errors)),
                "label_source_kind": str(meta.get("kind"))}
+    if score_first_tokens:
+        from eval.workloads.decision_scoring import score_decision
+
+        metrics.update(score_decision(ctx.backend, req, target, task_tools, score_first_tokens))
     return {"workload": "held_out", "rerender": notes, "calls": [rec], "metrics": metrics,
             "serving_profile": profile.record(),
             "meta": {k: meta.get(k) for k in ("session_id", "step", "kind", "source", "family", "prompt_mode")}}

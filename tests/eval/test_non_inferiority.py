@@ -45,10 +45,12 @@ def test_balanced_accuracy_and_its_interval():
     rows = [{"label_kind": "compress", "kind_correct": True}] * 3 + [{"label_kind": "refuse", "kind_correct": False}]
     assert balanced_accuracy(rows) == 0.5  # not 0.75: each kind weighs the same
     lo, hi = balanced_ci(rows)
-    assert lo == hi == 0.5  # every resample within a kind is constant
+    # Four cases, one of them the only 'refuse': no spread within a kind is not certainty
+    # (the former stratified bootstrap said [0.5, 0.5] here); per-kind Wilson intervals by MOVER.
+    assert lo < 0.3 and hi > 0.7
     mixed = rows + [{"label_kind": "refuse", "kind_correct": True}]
     lo, hi = balanced_ci(mixed, seed=1)
-    assert lo < balanced_accuracy(mixed) < hi and (lo, hi) == tuple(balanced_ci(mixed, seed=1))
+    assert lo < balanced_accuracy(mixed) < hi and (lo, hi) == tuple(balanced_ci(mixed, seed=2))
     a = {i: r for i, r in enumerate(mixed)}
     b = {i: {**r, "kind_correct": False} for i, r in enumerate(mixed)}
     d = paired_balanced(a, b)
@@ -56,12 +58,17 @@ def test_balanced_accuracy_and_its_interval():
 
 
 def test_report_gives_a_verdict_per_pair_and_metric(tmp_path):
-    same = _run(tmp_path / "same", [True, False] * 10, [True, False] * 10)
+    # Identical answers: 20 concordant pairs cannot rule out a 0.1 drop (Tango: +-0.16), 60 can.
+    few = _run(tmp_path / "few", [True, False] * 10, [True, False] * 10)
+    v = summarise_run(few)["non_inferiority"]["verdicts"]["held_out"]["distilled_vs_doctrine"]
+    assert v["kind_correct"]["verdict"] == "inconclusive" and v["kind_correct"]["ci95"][0] < -0.1
+    same = _run(tmp_path / "same", [True, False] * 30, [True, False] * 30)
     ni = summarise_run(same)["non_inferiority"]
     assert ni["margin"] == 0.1 and ni["pairs"] == ["distilled_vs_doctrine"]
     v = ni["verdicts"]["held_out"]["distilled_vs_doctrine"]
     assert v["kind_correct"]["verdict"] == v["balanced_acc"]["verdict"] == "non-inferior"
-    assert v["kind_correct"]["n"] == 20 and v["kind_correct"]["ci95"] == [0.0, 0.0]
+    assert v["kind_correct"]["n"] == 60 and -0.1 < v["kind_correct"]["ci95"][0] < 0 < v["kind_correct"]["ci95"][1]
+    assert v["balanced_acc"]["n_by_kind"] == {"compress": 30, "refuse": 30}
 
     worse = _run(tmp_path / "worse", [False] * 20, [True] * 20)
     v = summarise_run(worse)["non_inferiority"]["verdicts"]["held_out"]["distilled_vs_doctrine"]

@@ -116,9 +116,12 @@ def test_results_at_a_glance_and_workload_columns(tmp_path):
     head, *rows = table
     assert head == ["arm", "balanced_acc", "decision_acc", "marathon_probe", "billed_tokens", "peak_context", "prompt_tok/call",
                     "max_prompt", "doctrine_share"]  # summary_conf and recall_probes did not run: no columns
-    # decision_acc over two cases (1 and 0): the mean with its 95% bootstrap interval
-    assert rows[0] == ["doctrine", "0.500 [0.000, 1.000]", "0.500 [0.000, 1.000]", "–", "–", "–", "4,000", "5,000", "50%"]
-    assert rows[1] == ["distilled", "1.000", "1.000", "0.250", "70,000", "4,100", "2,133", "2,400", "9%"]
+    # decision_acc over two cases (1 and 0): the mean with its 95% interval (Wilson, continuity-corrected)
+    # and n; balanced_acc over its kinds (one kind here, two cases). One case still gets an interval.
+    assert rows[0] == ["doctrine", "0.500 [0.027, 0.973] n=2", "0.500 [0.027, 0.973] n=2", "–", "–", "–", "4,000",
+                       "5,000", "50%"]
+    assert rows[1] == ["distilled", "1.000 [0.055, 1.000] n=1", "1.000 [0.055, 1.000] n=1", "0.250 [0.019, 0.985] n=1",
+                       "70,000", "4,100", "2,133", "2,400", "9%"]
     out = build_report(run, out=tmp_path / "report")
     md = (out / "report.md").read_text()
     assert md.index("## Results at a glance") < md.index("## held_out")

@@ -29,8 +29,15 @@ def test_paired_comparison_uses_only_shared_cases():
     b = {("c1", 0): {"acc": 0.0}, ("c2", 0): {"acc": 0.0}, ("c3", 0): {"acc": 0.0}}
     d = paired_comparison(a, b)["acc"]
     assert d["n"] == 3 and d["diff"] == pytest.approx(2 / 3)
+    # "acc" is no known rate: a mean of three values gets Student's t, wide as it should be
     lo, hi = d["ci95"]
-    assert 0.0 <= lo <= d["diff"] <= hi <= 1.0
+    assert d["method"] == "t" and lo < 0 < d["diff"] < 1 < hi
+    # a rate (bool values) gets Tango's interval for paired rates, inside [-1, 1]
+    a = {k: {"kind_correct": bool(v["acc"])} for k, v in a.items()}
+    b = {k: {"kind_correct": bool(v["acc"])} for k, v in b.items()}
+    d = paired_comparison(a, b)["kind_correct"]
+    lo, hi = d["ci95"]
+    assert d["method"] == "tango" and -1.0 <= lo < d["diff"] < hi <= 1.0 and d["n"] == 3
 
 
 def _nudged(text):
@@ -97,7 +104,7 @@ def test_report_carries_intervals_and_pairs(policy_reports):
         lo, hi = held[arm]["ci95"]["kind_correct"]
         assert lo <= held[arm]["kind_correct"] <= hi
     pair = data["paired"]["held_out"]["distilled_vs_base_slim"]["kind_correct"]
-    assert set(pair) == {"diff", "ci95", "n"} and pair["n"] == 6
+    assert set(pair) == {"diff", "ci95", "n", "method", "n_by_kind"} and pair["n"] == 6 and pair["method"] == "tango"
     assert "distilled_vs_doctrine" in data["paired"]["scripted"]
     assert "### held_out: paired comparisons" in md and "95% interval" in md
     conf = data["workloads"]["held_out"]["confusion"]["distilled"]
@@ -112,7 +119,9 @@ def test_report_carries_intervals_and_pairs(policy_reports):
     for pair in ni["pairs"]:
         v = ni["verdicts"]["held_out"][pair]
         assert {"balanced_acc", "compress_success"} <= set(v)  # no compress reply: no conformance_passed
-        assert v["balanced_acc"]["ci95"] == [0.0, 0.0] and v["balanced_acc"]["n"] == 6
+        # Six identical cases: no longer a zero-width [0, 0] but an honest wide interval around 0.
+        lo, hi = v["balanced_acc"]["ci95"]
+        assert lo < -0.2 and hi > 0.2 and v["balanced_acc"]["diff"] == 0 and v["balanced_acc"]["n"] == 6
         assert v["balanced_acc"]["verdict"] == "inconclusive"
     assert "## Non-inferiority" in md
     assert "balanced_acc" in data["workloads"]["held_out"]["arms"]["doctrine"]["ci95"]

@@ -41,7 +41,8 @@ def test_balanced_acc_weights_kinds_equally(lc):
     rows = [_case("ordinary", 1.0) for _ in range(9)] + [_case("compress", 0.0, 0.0)]
     res = lc.balanced_acc(rows)
     assert res["mean"] == pytest.approx(0.5) and res["kinds"] == 2 and res["n"] == 10
-    assert res["ci95"] == [pytest.approx(0.5), pytest.approx(0.5)]  # no spread within kinds
+    low, high = res["ci95"]  # no spread within kinds, but one compress case: wide (MOVER over Wilson)
+    assert low < 0.4 and 0.9 < high
     mixed = [_case("compress", float(i % 2), float(i % 2)) for i in range(10)]
     low, high = lc.balanced_acc(mixed)["ci95"]
     assert low < 0.5 < high
@@ -53,7 +54,7 @@ def test_paired_difference_sees_a_change_and_not_noise(lc):
     d = lc.paired(learned, base, "compress_success")
     assert d["diff"] == pytest.approx(0.6) and d["n"] == 10 and d["ci95"][0] > 0
     same = lc.paired(base, base, "compress_success")
-    assert same["diff"] == 0 and same["ci95"] == [0.0, 0.0]
+    assert same["diff"] == 0 and same["ci95"][0] < 0 < same["ci95"][1]  # ten alike: not certainty
     point = lc.curve_point(10, learned, base)
     assert point["vs_step0"]["kind_correct"]["diff"] == pytest.approx(1.0)
     assert point["reply_forms"] == {"compress": 10}
