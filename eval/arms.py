@@ -53,6 +53,7 @@ class ArmInfo:
     prompt_mode: str | None = None  # kernel arms: "doctrine" | "distilled" | None (no doctrine)
     use_adapter: bool = False
     nudges: bool = False
+    tools: tuple[str, ...] = ()  # policy arms: the recovery tools the arm serves (eval/policies/tools.py)
 
 
 @dataclass
@@ -72,6 +73,19 @@ class ArmEnv:
     gate: str = "aggressive"  # gate preset of the serving profile (doctrine.kernel.profile)
     host: str = "proxy"  # host variant of the serving profile
     nudge_style: str = "list"
+    # The seeds' other policies (eval/policies/; the settings are documented in eval/README.md).
+    tail_share: float = 0.2  # compact_tail / compact_step_cut / compact_plus: verbatim tail, share of the window
+    offload_preview_chars: int = 200  # compact_offload / compact_plus: head of a saved output left beside its handle
+    retry_markers: tuple[str, ...] = ("ERROR", "Error:", "error:", "command not found", "No such file or directory")
+    lcm_soft: float = 0.7  # lcm: the engine compacts once the context passes this share of the window
+    lcm_target: float = 0.5  # lcm: ... until it is back under this share
+    lcm_fresh_share: float = 0.25  # lcm: the newest messages, up to this share of the window, stay raw
+    lcm_leaf_share: float = 0.1  # lcm: at most this share of the window goes into one leaf summary
+    lcm_fanout: int = 4  # lcm: this many same-depth summaries in a row are condensed into one
+    lcm_summary_chars: int = 600  # lcm: the longest summary text
+    lcm_summary: str = "extractive"  # lcm: "extractive" (engine, no model call) or "model" (extractive fallback)
+    retention_share: float = 0.5  # full_retention_search: the recent window kept in the context
+    search_limit: int = 5  # full_retention_search: hits one search_history call returns
     cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)  # profiles, frames
 
 
@@ -88,6 +102,7 @@ class ArmState:
     exchange_seq: int = 0
     seen_len: int = -1  # history length at the last context build (the deterministic clock)
     overflows: int = 0  # requests sent larger than the window (after the host's emergency path)
+    policy: dict[str, Any] = field(default_factory=dict)  # policy arms' own state (eval/policies/)
 
 
 @dataclass
@@ -210,29 +225,77 @@ def micro_compact(messages: list[dict[str, Any]], min_chars: int = 500, keep: in
     return out
 
 
-def _compacted(state: ArmState, env: ArmEnv, micro: bool) -> View:
-    def body() -> list[dict[str, Any]]:
-        tail = state.history[state.cut:]
-        head = [{"role": "user", "content": SUMMARY_PREFIX + state.summary}] if state.summary else []
-        msgs = head + tail
-        return micro_compact(msgs, env.micro_min_chars, env.micro_keep) if micro else msgs
+Parts = list[tuple[dict[str, Any], int | None]]  # view messages with their history index (None: made up)
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """How a threshold compactor cuts and shapes its view; the defaults are ``auto_compact``.
+
+    ``cut(state, env)`` says where the verbatim part starts when the compactor fires (default:
+    the last user message); a last user message older than the cut stays shown, pinned after
+    the summary. ``before_micro`` / ``after_micro`` reshape the view's parts around
+    micro-compaction; ``on_summary(state, env, old_cut, new_cut)`` runs after each summary;
+    ``note(state)`` is text shown after the summary that is never itself re-summarised.
+    The compactor variants of ``eval/policies/compaction.py`` are made of these hooks.
+    """
+
+    micro: bool = False
+    cut: Callable[[ArmState, ArmEnv], int] | None = None
+    before_micro: tuple[Callable[[ArmState, ArmEnv, Parts], Parts], ...] = ()
+    after_micro: tuple[Callable[[ArmState, ArmEnv, Parts], Parts], ...] = ()
+    on_summary: Callable[[ArmState, ArmEnv, int, int], None] | None = None
+    note: Callable[[ArmState], str] | None = None
+
+
+def last_user_index(history: list[dict[str, Any]]) -> int:
+    return max((i for i, m in enumerate(history) if m.get("role") == "user"), default=0)
+
+
+def compacted_view(state: ArmState, env: ArmEnv, how: Compaction) -> View:
+    """The threshold compactor: once the view passes ``compact_threshold`` of the window,
+    everything before the cut is replaced by one model-written summary (recorded as a call)."""
+    def body() -> Parts:
+        parts: Parts = []
+        if state.summary:
+            note = how.note(state) if how.note else ""
+            parts.append(({"role": "user", "content": SUMMARY_PREFIX + state.summary + note}, None))
+        lu = last_user_index(state.history)
+        if lu < state.cut and state.history[lu].get("role") == "user":
+            parts.append((state.history[lu], lu))
+        parts += [(m, state.cut + i) for i, m in enumerate(state.history[state.cut:])]
+        for f in how.before_micro:
+            parts = f(state, env, parts)
+        if how.micro:
+            msgs = micro_compact([m for m, _ in parts], env.micro_min_chars, env.micro_keep)
+            parts = list(zip(msgs, [o for _, o in parts], strict=True))
+        for f in how.after_micro:
+            parts = f(state, env, parts)
+        return parts
 
     events = []
-    msgs = body()
-    view = _view(env, msgs, len(msgs))
+    parts = body()
+    view = _view(env, [m for m, _ in parts], len(parts))
     if view.retained_tokens > env.compact_threshold * env.window:
-        last_user = max((i for i, m in enumerate(state.history) if m.get("role") == "user"), default=0)
-        if last_user > state.cut or (state.summary is None and last_user > 0):
-            source = _system(env) + [_strip(m) for m in msgs[: len(msgs) - (len(state.history) - last_user)]]
+        new = how.cut(state, env) if how.cut else last_user_index(state.history)
+        if new > state.cut:
+            source = _system(env) + [_strip(m) for m, o in parts if o is None or o < new]
             summary = env.summarise(source, SUMMARY_PROMPT)
             events.append({"event": "auto_compact", "before_tokens": view.retained_tokens,
-                           "summarised_messages": last_user - state.cut + (1 if state.summary else 0)})
-            state.summary, state.cut = summary, last_user
-            msgs = body()
-            view = _view(env, msgs, len(msgs))
+                           "summarised_messages": new - state.cut + (1 if state.summary else 0)})
+            old = state.cut
+            state.summary, state.cut = summary, new
+            if how.on_summary:
+                how.on_summary(state, env, old, new)
+            parts = body()
+            view = _view(env, [m for m, _ in parts], len(parts))
             events[-1]["after_tokens"] = view.retained_tokens
     view.events = events
     return view
+
+
+def _compacted(state: ArmState, env: ArmEnv, micro: bool) -> View:
+    return compacted_view(state, env, Compaction(micro=micro))
 
 
 def auto_compact(state: ArmState, env: ArmEnv) -> View:
@@ -375,7 +438,9 @@ def force_compaction(state: ArmState, env: ArmEnv, arm: str,
     import dataclasses
 
     info = ARM_INFO[arm]
-    if arm in ("auto_compact", "micro_auto"):
+    if arm in FORCERS:  # the policy arms of eval/policies/ (lcm: the engine folds)
+        return FORCERS[arm](state, env)
+    if arm in SUMMARISERS:
         if state.summary is None:
             ARMS[arm](state, dataclasses.replace(env, compact_threshold=1e-9))
         return "summary" if state.summary is not None else "none"
@@ -416,9 +481,13 @@ def apply_reply(state: ArmState, env: ArmEnv, view: View, reply: dict[str, Any])
     """Apply a kernel arm's reply: compress calls go through the kernel, recovery tools run.
 
     Returns counts for the call record: ``compress_attempted``, ``compress_ok``,
-    ``kernel_errors`` (strings), ``recovery`` (tool names run). Errors never raise.
+    ``kernel_errors`` (strings), ``recovery`` (tool names run), ``recovered`` (recovery calls
+    that returned what they were asked for), ``refetched`` (policy tool calls that opened a
+    target already opened in this state). The policy arms' tools (``POLICY_TOOLS``) run here
+    too, on the arm's own saved state. Errors never raise.
     """
-    out: dict[str, Any] = {"compress_attempted": 0, "compress_ok": 0, "kernel_errors": [], "recovery": []}
+    out: dict[str, Any] = {"compress_attempted": 0, "compress_ok": 0, "kernel_errors": [], "recovery": [],
+                           "recovered": 0, "refetched": 0}
     for call in reply.get("tool_calls") or []:
         fn = call.get("function") or {}
         name, args = fn.get("name"), fn.get("arguments") or "{}"
@@ -447,7 +516,14 @@ def apply_reply(state: ArmState, env: ArmEnv, view: View, reply: dict[str, Any])
                     else _run_decompress(state, view, args,
                                          (view.profile or kernel_profile(env, "distilled")).variant.decompress))
             out["recovery"].append(name)
+            out["recovered"] += not text.startswith(f"[{name} FAILED")
             _append_exchange(state, name, arguments_object(args), text, call_id)
+        elif name in POLICY_TOOLS:  # read_tool_output, expand, search_history, read_history
+            run = POLICY_TOOLS[name](state, env, arguments_object(args))
+            out["recovery"].append(name)
+            out["recovered"] += run.ok
+            out["refetched"] += run.refetch
+            _append_exchange(state, name, arguments_object(args), run.text, call_id)
     return out
 
 
@@ -500,3 +576,16 @@ ARM_INFO: dict[str, ArmInfo] = {
     "base_slim": ArmInfo("kernel", "distilled", False, True),
     "distilled": ArmInfo("kernel", "distilled", True, True),
 }
+
+# Arms whose force_compaction is one summary (the threshold compactors); the policy modules
+# add theirs, and FORCERS holds the arms that force their own way.
+SUMMARISERS: set[str] = {"auto_compact", "micro_auto"}
+FORCERS: dict[str, Callable[[ArmState, ArmEnv], str]] = {}
+POLICY_TOOLS: dict[str, Callable[[ArmState, ArmEnv, dict[str, Any]], Any]] = {}
+
+# The seeds' other context policies (eval/policies/): the article's compaction switches, a
+# lossless-recursive engine (lcm) and full retention with search. Imported last: they build
+# on the helpers above.
+from eval.policies.registry import register  # noqa: E402
+
+register(ARMS, ARM_INFO, SUMMARISERS, FORCERS, POLICY_TOOLS)

@@ -29,8 +29,12 @@ from pydantic import (
 
 from plumbing.recipe_loader import BaseConfig, describe_errors
 
-ARM_NAMES = ("full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", "auto_compact", "micro_auto",
-             "deterministic", "doctrine", "base_slim", "distilled")
+DEFAULT_ARMS = ("full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", "auto_compact", "micro_auto",
+                "deterministic", "doctrine", "base_slim", "distilled")
+# The seeds' other policies (eval/policies/): run only where a recipe names them.
+POLICY_ARMS = ("compact_tail", "compact_step_cut", "compact_offload", "compact_retry_collapse", "compact_plus",
+               "lcm", "full_retention_search")
+ARM_NAMES = DEFAULT_ARMS + POLICY_ARMS
 
 
 def check_settings(model: type[BaseConfig], value: dict[str, Any], where: str, label: str = "") -> dict[str, Any]:
@@ -52,6 +56,20 @@ class ArmSettings(BaseConfig):
     micro_min_chars: int = Field(500, ge=0)  # micro_auto: tool results longer than this are cleared
     micro_keep: int = Field(5, ge=0)  # micro_auto: newest tool results kept
     deterministic_every: int = Field(3, ge=1)  # deterministic: decision points between compressions
+    # The policy arms (eval/policies/, documented in eval/README.md "Arms").
+    tail_share: float = Field(0.2, gt=0, le=1)  # compact_tail/_step_cut/_plus: verbatim tail, share of the window
+    offload_preview_chars: int = Field(200, ge=0)  # compact_offload/_plus: head of a saved output shown by its handle
+    retry_markers: tuple[str, ...] = Field(  # compact_retry_collapse/_plus: what marks a failed result's first line
+        ("ERROR", "Error:", "error:", "command not found", "No such file or directory"), min_length=1)
+    lcm_soft: float = Field(0.7, gt=0, le=1)  # lcm: the engine folds past this share of the window
+    lcm_target: float = Field(0.5, ge=0, le=1)  # lcm: ... down to this share
+    lcm_fresh_share: float = Field(0.25, ge=0, le=1)  # lcm: newest share of the window kept raw
+    lcm_leaf_share: float = Field(0.1, gt=0, le=1)  # lcm: the most one leaf summary covers, share of the window
+    lcm_fanout: int = Field(4, ge=2)  # lcm: same-depth summaries condensed into one
+    lcm_summary_chars: int = Field(600, ge=40)  # lcm: the longest summary text
+    lcm_summary: Literal["extractive", "model"] = "extractive"  # lcm: engine-made, or model-written with fallback
+    retention_share: float = Field(0.5, gt=0, le=1)  # full_retention_search: recent window, share of the window
+    search_limit: int = Field(5, ge=1)  # full_retention_search: hits per search_history call
 
 
 class StrictSettings(BaseConfig):
@@ -271,7 +289,7 @@ class EvalRecipe(BaseConfig):
     # sets it, with backend.adapter_dir and doctrine_version, from its run folder.
     data_dir: str | None = None
     backend: BackendSpec = Field(default_factory=BackendSpec)
-    arms: list[str] = Field(default_factory=lambda: list(ARM_NAMES))
+    arms: list[str] = Field(default_factory=lambda: list(DEFAULT_ARMS))  # POLICY_ARMS only where named
     workloads: list[WorkloadSpec] = Field(default_factory=list)
     windows: list[int] = Field(default_factory=lambda: [8192])
     seeds: list[int] = Field(default_factory=lambda: [0])
@@ -280,7 +298,7 @@ class EvalRecipe(BaseConfig):
     horizon: int = Field(2, ge=0)  # hindsight horizon (steps) of the oracle policy
     # Serving profile of the kernel arms (doctrine.kernel.profile): gate preset, host variant,
     # nudge style; each arm's prompt mode completes it.
-    gate: Literal["reference", "default", "aggressive"] = "aggressive"
+    gate: Literal["reference", "default", "aggressive", "pocket"] = "aggressive"
     host: Literal["proxy", "pi"] = "proxy"
     nudge_style: Literal["list", "none"] = "list"
     # The distilled arm must run under a profile the adapter was trained with (its manifest's

@@ -5,7 +5,8 @@ scripted agent's first action on that task (``marathon_with_repos``); the model 
 task's request and calls ``str_replace_editor`` (view / create / str_replace / insert) and
 ``execute_bash`` (the fake ``tsc`` / ``jest`` / grep / sed of ``TsRepo``) until it answers
 without a tool call, calls ``finish``, or runs out of ``max_turns``. Kernel arms may also
-compress (through the same ``apply_reply`` as the scripted driver).
+compress, and the policy arms may call their recovery tools (both through the same
+``apply_reply`` as the scripted driver).
 
 The oracle backend replays the scripted actions one per turn, so an oracle run must leave
 the repository exactly as the scripted session did (``success``). Other models are judged
@@ -26,6 +27,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
+from eval.policies.tools import tool_counts
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.fake_ts_repo import TsRepo
 from eval.workloads.marathon import marathon_with_repos, run_tool
@@ -105,10 +107,12 @@ def run_agentic_task(task: AgenticTask, arm: str, seed: int, ctx: RunContext, ma
         calls.append(rec)
         reply = comp.message
         tcs = reply.get("tool_calls") or []
-        kernel = [c for c in tcs if (c.get("function") or {}).get("name") in ("compress", "search_context")]
-        if kernel and info.kind == "kernel":
+        names = ("compress", "search_context") if info.kind == "kernel" else info.tools  # policy arms' tools
+        kernel = [c for c in tcs if (c.get("function") or {}).get("name") in names]
+        if kernel:
             applied = apply_reply(state, env, view, {"content": reply.get("content") or "", "tool_calls": kernel})
-            rec["kernel_errors"] = applied["kernel_errors"]
+            rec.update(kernel_errors=applied["kernel_errors"], recovery=applied["recovery"],
+                       recovered=applied["recovered"], refetched=applied["refetched"])
             tcs = [c for c in tcs if c not in kernel]
             if not tcs:
                 continue  # a context decision, not a task action: the script does not advance
@@ -149,6 +153,7 @@ def run_agentic_task(task: AgenticTask, arm: str, seed: int, ctx: RunContext, ma
         "success": repo.files == task.expected.files, "tsc_clean": tsc_code == 0, "tests_pass": jest_code == 0,
         "tool_errors": tool_errors, "malformed_calls": sum(1 for c in real if c.get("parse_errors")),
         "kernel_errors": sum(len(c.get("kernel_errors") or []) for c in real),
+        **tool_counts(real),
         "history_tokens": backend.count_tokens(prompt_text([{k: v for k, v in m.items() if k != "id"}
                                                             for m in state.history])),
     }

@@ -6,7 +6,8 @@ toolchain (``TsRepo``: ``tsc``, ``jest``, grep, sed) on one repository that carr
 from task to task, until it answers without a tool call, calls ``finish`` or runs out of
 ``max_turns``. Probe steps are answered by the model and graded as in the scripted mode.
 Kernel arms answer the nudges shown on the way (at most ``max_decisions_per_step`` per task);
-a compress or recovery call is applied and the task goes on.
+a compress or recovery call (the policy arms': their own recovery tools) is applied and
+the task goes on.
 
 What a replay cannot show becomes real: ``refetches`` counts task calls that repeat an
 earlier call of the session and get the same output back (re-reading what was lost from
@@ -23,6 +24,7 @@ from typing import Any
 from eval.arms import ARM_INFO, ARMS, ArmState, apply_reply
 from eval.judges import fact_recall, visible_text
 from eval.metrics import scripted_metrics
+from eval.policies.tools import tool_counts
 from eval.workloads.base import RunContext, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply
 from eval.workloads.marathon import run_tool
@@ -113,11 +115,13 @@ def run_agentic_marathon(session: Any, snaps: dict[int, Any], afters: dict[int, 
             calls.append(rec)
             reply = comp.message
             tcs = reply.get("tool_calls") or []
-            kernel = [c for c in tcs if (c.get("function") or {}).get("name") in KERNEL_TOOLS]
-            if kernel and info.kind == "kernel":
+            names = KERNEL_TOOLS if info.kind == "kernel" else info.tools  # policy arms: their recovery tools
+            kernel = [c for c in tcs if (c.get("function") or {}).get("name") in names]
+            if kernel:
                 applied = apply_reply(state, env, view, {"content": reply.get("content") or "", "tool_calls": kernel})
                 rec.update(kernel_errors=applied["kernel_errors"], compress_attempted=applied["compress_attempted"],
-                           compress_ok=applied["compress_ok"], recovery=applied["recovery"])
+                           compress_ok=applied["compress_ok"], recovery=applied["recovery"],
+                           recovered=applied["recovered"], refetched=applied["refetched"])
                 tcs = [c for c in tcs if c not in kernel]
                 if not tcs:
                     continue  # a context decision: the task goes on
@@ -159,6 +163,7 @@ def run_agentic_marathon(session: Any, snaps: dict[int, Any], afters: dict[int, 
             tasks += 1
             broken += repo.files != afters[step.index].files
     metrics = scripted_metrics(calls, probes, refetches, state.compressions_attempted, state.compressions_succeeded)
+    metrics.update(tool_counts([c for c in calls if c.get("real")]))
     metrics.update(tasks=tasks, tasks_broken=broken, tasks_unfinished=unfinished, tool_errors=tool_errors,
                    task_success=(tasks - broken) / tasks if tasks else None)
     if repo is not None:

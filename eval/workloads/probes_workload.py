@@ -17,7 +17,9 @@ Per case (one recorded trajectory) and arm:
    ones (each question starts from a copy);
 3. the model answers in up to ``max_turns`` turns: task tools get the sandbox-shutdown
    response, ``think`` is acknowledged, ``finish`` carries the final answer, the arm's own
-   restore tools (kernel: ``search_context``, ``decompress``) run on saved state;
+   restore tools (kernel: ``search_context``, ``decompress``; the policy arms'
+   ``read_tool_output``, ``expand``, ``search_history``, ``read_history``) run on saved state
+   (the oracle of a policy arm opens what its view lacks before answering);
 4. the answer is judged per kind (``probes.judge``); the record keeps whether the
    question's evidence survived in the view (for ``n_latest``: in the retained suffix).
 
@@ -39,6 +41,8 @@ from doctrine.session import Fact
 from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply, force_compaction
 from eval.judges import contains, visible_text
 from eval.metrics import mean
+from eval.policies.registry import recovery_hint
+from eval.policies.tools import tool_counts
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, summary_reply
 from eval.workloads.probes import (
@@ -229,8 +233,12 @@ def run_probe_case(pc: ProbeCase, arm: str, seed: int, ctx: RunContext, max_turn
         for turns in range(1, max_turns + 1):
             if turns > 1:
                 view = arm_fn(st, env)
+            # The oracle of an arm with recovery tools opens what it cannot see, then answers.
+            now = visible_text(view.messages) if info.tools else seen
+            hint = recovery_hint(arm, st, env, q["evidence"], now) if info.tools and turns < max_turns else []
             req = Request(view.messages, view.tools, info.use_adapter, ctx.max_tokens,
-                          {"oracle_reply": {"role": "assistant", "content": oracle_answer(q, seen)}})
+                          {"oracle_reply": {"role": "assistant", "content": "", "tool_calls": hint} if hint
+                           else {"role": "assistant", "content": oracle_answer(q, now)}})
             comp = safe_complete(backend, req)
             calls.append(call_record("answer", req, comp, view=view, question=k))
             tcs = comp.message.get("tool_calls") or []
@@ -246,9 +254,12 @@ def run_probe_case(pc: ProbeCase, arm: str, seed: int, ctx: RunContext, max_turn
                     args = json.loads(fn.get("arguments") or "{}")
                 except (ValueError, TypeError):
                     args = {}
-                if name in RESTORE_TOOLS and info.kind == "kernel":
+                if (name in RESTORE_TOOLS and info.kind == "kernel") or name in info.tools:
                     applied = apply_reply(st, env, view, {"content": "", "tool_calls": [c]})
                     calls[-1]["kernel_errors"] = calls[-1].get("kernel_errors", []) + applied["kernel_errors"]
+                    calls[-1]["recovery"] = calls[-1].get("recovery", []) + applied["recovery"]
+                    calls[-1]["recovered"] = calls[-1].get("recovered", 0) + applied["recovered"]
+                    calls[-1]["refetched"] = calls[-1].get("refetched", 0) + applied["refetched"]
                     continue
                 reply = sandbox_shutdown_response(name, args if isinstance(args, dict) else {})
                 if name == "finish":
@@ -293,6 +304,7 @@ def run_probe_case(pc: ProbeCase, arm: str, seed: int, ctx: RunContext, max_turn
         "compactions_before_questions": compactions + int(forced in ("model", "engine", "summary")),
         "compacted": bool(compactions) or forced in ("model", "engine", "summary"),
         "forced_compaction": forced in ("model", "engine", "summary"),
+        **tool_counts(real),  # recovery_calls, recoveries, recovery_refetches
     }
     return {"workload": "probes", "case_id": pc.converted.session_id, "feed": feed, "forced": forced,
             "instance_id": pc.converted.meta.get("instance_id"), "questions": results, "by_kind": by_kind,

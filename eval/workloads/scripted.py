@@ -7,7 +7,9 @@ model. The model under test is really called only where the arm gives it a decis
 each step boundary and at every shown nudge (kernel arms: compress, decline or recover;
 ``decide_at: nudge`` skips the step-boundary call when no nudge is shown and
 ``max_decisions_per_step`` caps the calls per step, for slow CPU runs),
-to write a summary (auto-compaction, deterministic engine), and to answer probe steps.
+to write a summary (auto-compaction, deterministic engine), and to answer probe steps (an
+arm with recovery tools, ``eval/policies/``, may call them first: up to ``MAX_RECOVERY`` calls,
+run by ``apply_reply``; the oracle calls them for the facts its view lacks).
 
 Per case: calls, billed tokens, mean/peak context, compressions succeeded/attempted,
 re-fetches (a task step uses a fact that is in neither a raw message nor a summary in the
@@ -29,6 +31,8 @@ from doctrine.session import Session, SessionError
 from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
 from eval.judges import contains, fact_recall, visible_text
 from eval.metrics import scripted_metrics
+from eval.policies.registry import recovery_hint
+from eval.policies.tools import tool_counts
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply
 from plumbing.chat_backend import Request, prompt_text
@@ -95,6 +99,7 @@ class ScriptedWorkload:
 
 
 DECIDE_AT = ("step", "nudge")
+MAX_RECOVERY = 2  # recovery-tool calls a policy arm may make before a probe answer
 
 
 def decision_settings(settings: dict[str, Any]) -> dict[str, Any]:
@@ -160,9 +165,31 @@ def run_session(session: Any, arm: str, seed: int, ctx: RunContext, decide_at: s
         rec = call_record(purpose, req, comp, view=view, step=step_index)
         applied = apply_reply(state, env, view, comp.message)
         rec.update(kernel_errors=applied["kernel_errors"], compress_attempted=applied["compress_attempted"],
-                   compress_ok=applied["compress_ok"], recovery=applied["recovery"])
+                   compress_ok=applied["compress_ok"], recovery=applied["recovery"],
+                   recovered=applied["recovered"], refetched=applied["refetched"])
         calls.append(rec)
         return bool(applied["compress_attempted"] or applied["recovery"])
+
+    def recover(step_index: int, view, expected: list[str]):
+        """A policy arm's probe: while the model calls the arm's recovery tools (the oracle:
+        for the expected facts it cannot see), run them and rebuild the view; at most
+        ``MAX_RECOVERY`` such calls, then the answer is asked for."""
+        for _ in range(MAX_RECOVERY):
+            hint = recovery_hint(arm, state, env, expected, visible_text(view.messages))
+            if not hint:
+                break
+            req = Request(view.messages, view.tools, info.use_adapter, ctx.max_tokens,
+                          {"oracle_reply": {"role": "assistant", "content": "", "tool_calls": hint}})
+            comp = safe_complete(backend, req)
+            tcs = [c for c in comp.message.get("tool_calls") or [] if (c.get("function") or {}).get("name") in info.tools]
+            if not tcs:
+                return view, (req, comp)  # the model answered: that is its probe answer
+            rec = call_record("recovery", req, comp, view=view, step=step_index)
+            applied = apply_reply(state, env, view, {"content": comp.message.get("content") or "", "tool_calls": tcs})
+            rec.update(recovery=applied["recovery"], recovered=applied["recovered"], refetched=applied["refetched"])
+            calls.append(rec)
+            view = arm_fn(state, env)
+        return view, None
 
     for step in session.steps:
         lo = max(step.start, start)
@@ -171,11 +198,16 @@ def run_session(session: Any, arm: str, seed: int, ctx: RunContext, decide_at: s
             state.history.extend(msgs[lo:q_end])
             view = arm_fn(state, env)
             expected = [f.text for f in session.facts if f.id in step.uses]
-            req = Request(view.messages, view.tools, info.use_adapter, ctx.max_tokens,
-                          {"oracle_reply": probe_reply(expected, view.messages)})
-            comp = safe_complete(backend, req)
+            seen = visible_text(view.messages)  # what the probe finds in view (evidence survival)
+            answered = None
+            if info.tools:
+                view, answered = recover(step.index, view, expected)
+            req, comp = answered or (None, None)
+            if comp is None:
+                req = Request(view.messages, view.tools, info.use_adapter, ctx.max_tokens,
+                              {"oracle_reply": probe_reply(expected, view.messages)})
+                comp = safe_complete(backend, req)
             answer = comp.message.get("content") or ""
-            seen = visible_text(view.messages)
             probes.append({"step": step.index, "score": fact_recall(answer, expected),
                            "survival": fact_recall(seen, expected), "expected": expected, "answer": answer})
             calls.append(call_record("probe", req, comp, view=view, step=step.index))
@@ -214,6 +246,7 @@ def run_session(session: Any, arm: str, seed: int, ctx: RunContext, decide_at: s
             state.history.append(m)
     metrics = scripted_metrics(calls, probes, refetches, state.compressions_attempted,
                                state.compressions_succeeded)
+    metrics.update(tool_counts([c for c in calls if c.get("real")]))
     metrics["oracle_labeler_points"] = counters.get("labeler", 0)
     metrics["oracle_rule_points"] = counters.get("rule", 0)
     return {"workload": "scripted", "case_id": session.session_id, "family": session.family,

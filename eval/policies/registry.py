@@ -1,0 +1,40 @@
+"""Adds the policy arms to ``eval.arms``' registries (called once, at the end of eval/arms.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eval.judges import contains
+from eval.policies import compaction, lcm, retention
+from eval.policies.tools import tool_call
+
+__all__ = ["POLICY_ARMS", "recovery_hint", "register"]
+
+POLICY_ARMS = (*compaction.ARMS, *lcm.ARMS, *retention.ARMS)
+
+
+def register(arms: dict[str, Any], info: dict[str, Any], summarisers: set[str], forcers: dict[str, Any],
+             tools: dict[str, Any]) -> None:
+    from eval.arms import ArmInfo
+
+    for mod in (compaction, lcm, retention):
+        for name, fn in mod.ARMS.items():
+            arms[name] = fn
+            info[name] = ArmInfo("baseline", tools=mod.ARM_TOOLS[name])
+        tools.update(mod.TOOLS)
+    summarisers.update(compaction.ARMS)
+    forcers["lcm"] = lcm.force
+
+
+HINTS = {"compact_offload": compaction.hint, "compact_plus": compaction.hint, "lcm": lcm.hint,
+         "full_retention_search": retention.hint}
+
+
+def recovery_hint(arm: str, state: Any, env: Any, expected: list[str], seen: str) -> list[dict[str, Any]]:
+    """What the reference (oracle) backend calls when ``expected`` texts are not in ``seen``
+    (the visible context) but the arm's tools can bring them back: tool calls, or []."""
+
+    missing = [t for t in expected if t and not contains(seen, t)]
+    if arm not in HINTS or not missing:
+        return []
+    return [tool_call(name, args, k) for k, (name, args) in enumerate(HINTS[arm](state, env, missing))]
