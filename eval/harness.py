@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.backends.batching import MicroBatcher
-from eval.recipe import EvalRecipe
+from eval.recipe import ArmSettings, EvalRecipe
 from eval.workloads import WORKLOADS, Case, RunContext
 from plumbing.chat_backend import Backend
 from plumbing.runs import (
@@ -467,6 +467,9 @@ def _run_locked(recipe: EvalRecipe, out: Path, jobs: list[Job], stamps: dict[str
             inputs["adapter"] = adapter
         write_manifest(out, stage="eval", config=recipe, doctrine=doc.to_manifest(), inputs=inputs,
                        counts=counts, extra={"backend": describe, **profiles,
+                                             # every ArmSettings value the arms ran with, defaults included
+                                             "arm_settings": ArmSettings.model_validate(recipe.arm_settings)
+                                             .model_dump(mode="json"),
                                              "cases": [_relative(out, j) for j in jobs]}, started_at=started)
         log(f"eval: complete, {len(jobs)} cases in {out}")
     else:

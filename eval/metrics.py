@@ -48,6 +48,7 @@ def scripted_metrics(calls: list[dict[str, Any]], probes: list[dict[str, Any]], 
 # Metrics whose per-arm aggregate is a sum across cases; all others are means.
 SUMMED = {"calls", "model_calls", "billed_tokens", "prompt_tokens", "completion_tokens", "doctrine_tokens",
           "compressions_attempted", "compressions_succeeded", "refetches", "recovery_calls", "probes", "malformed_calls",
+          "recoveries", "recovery_refetches",
           "kernel_errors", "kernel_warnings", "recover_errors", "window_overflows", "prefix_cache_hits", "prefix_cache_queries", "cases",
           "questions", "correct", "summaries", "probe_items", "probe_items_correct", "deep_items", "deep_items_correct",
           "compactions_before_questions", "decision_candidates"}
