@@ -143,6 +143,34 @@ class EmptyCurriculum(ValueError):
     """A build whose recipe yields no row at all: refused before its manifest is written."""
 
 
+class TeacherFailed(EmptyCurriculum):
+    """A build whose teacher kept none of its replies (or under ``min_accepted_share``):
+    refused before any shard or the manifest is written."""
+
+
+def secret_envs(recipe: DataRecipe) -> list[str]:
+    """The environment variables whose values no row may hold: the teacher's key and the
+    recipe's ``secret_envs``."""
+    teacher = recipe.sources.teacher
+    return [*([teacher.api_key_env] if teacher is not None and teacher.api_key_env else []), *recipe.secret_envs]
+
+
+def drop_secret_rows(samples: list[dict], names: list[str], rejects: Counter) -> list[dict]:
+    """``samples`` less every row that holds a configured secret or a common key shape
+    (plumbing.secret_scan), counted as ``secret:<kind>`` (never the value)."""
+    from plumbing.secret_scan import SecretScanner
+
+    scanner = SecretScanner(names)
+    kept = []
+    for sample in samples:
+        hit = scanner.row(sample)
+        if hit:
+            rejects[f"secret:{hit}"] += 1
+            continue
+        kept.append(sample)
+    return kept
+
+
 def build_curriculum(recipe: DataRecipe, out: str | Path, *, log=print, progress: bool = True) -> Path:
     from doctrine.spec import resolve_doctrine
 
@@ -182,7 +210,7 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
     if recipe.sources.teacher is not None and recipe.sources.teacher.enabled:
         from .sources.teacher import make_teacher_labeler
 
-        teacher = make_teacher_labeler(recipe.sources.teacher, rejects)
+        teacher = make_teacher_labeler(recipe.sources.teacher, rejects, tuple(recipe.secret_envs))
     bar = _progress(progress, len(jobs))
     for session, window, gate in jobs:
         split = assign_split(session.session_id, session.family, recipe.split)
@@ -219,6 +247,9 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
                     sources["logged"] += 1
                 sample["meta"]["split"] = split
                 samples.append(sample)
+    if teacher is not None and (problem := teacher.shortfall(recipe.sources.teacher.min_accepted_share)):
+        raise TeacherFailed(problem)
+    samples = drop_secret_rows(samples, secret_envs(recipe), rejects)  # before anything is written
     samples, removed = dedupe(samples, recipe.dedupe)
     rejects.update(removed)
     by_split: dict[str, list[dict]] = {name: [] for name in SPLITS}

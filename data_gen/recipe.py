@@ -8,7 +8,7 @@ demo; ``configs/data/reference.yaml`` is the full curriculum for a GPU run.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -44,8 +44,23 @@ class TeacherSource(BaseConfig):
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "teacher"
     api_key_env: str | None = Field(None, description="name of the env var holding the key (never the key)")
-    timeout_s: float = 120.0
+    timeout_s: float = Field(120.0, gt=0, description="deadline of one teacher call (connect to last byte)")
     max_tokens: int = Field(768, ge=1, description="most tokens of one teacher reply")
+    min_accepted_share: float = Field(
+        0.0, ge=0, le=1, description="fail the build when the teacher's kept replies are under this share of "
+                                     "the points it was asked (it always fails when it kept none)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _key_env_is_a_name(cls, data: Any) -> Any:
+        # Checked on the whole section, so a pasted key is never echoed in the error.
+        if isinstance(data, dict) and data.get("api_key_env") is not None:
+            from plumbing.secret_scan import env_name_error
+
+            problem = env_name_error(data["api_key_env"], "sources.teacher.api_key_env")
+            if problem:
+                raise ValueError(problem)
+        return data
 
 
 class Sources(BaseConfig):
@@ -172,9 +187,26 @@ class DataRecipe(BaseConfig):
     # Replay
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
     max_tokens: int = Field(4096, description="samples longer than this (estimated tokens) are dropped")
+    secret_envs: list[str] = Field(
+        default_factory=list, description="names of environment variables whose values no row may hold (the "
+                                          "teacher's api_key_env is always scanned for, and common key shapes)")
     # Curriculum
     mixture: Mixture = Field(default_factory=Mixture)
     dedupe: Dedupe = Field(default_factory=Dedupe)
     split: Split = Field(default_factory=Split)
     stages: list[Stage] = Field(default_factory=list, description="optional ordering of train rows by stage")
     shard_rows: int = Field(1000, ge=1, description="rows per parquet shard")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _secret_envs_are_names(cls, data: Any) -> Any:
+        # Checked on the whole recipe, so a pasted key is never echoed in the error.
+        names = data.get("secret_envs") if isinstance(data, dict) else None
+        if isinstance(names, list):
+            from plumbing.secret_scan import env_name_error
+
+            for i, name in enumerate(names):
+                problem = env_name_error(name, f"secret_envs[{i}]")
+                if problem:
+                    raise ValueError(problem)
+        return data

@@ -9,14 +9,21 @@ answer is validated before it becomes a label:
   kernel state: argument errors, kernel errors (unknown, protected or consumed ranges,
   summaries out of bounds) and calls that fold nothing are rejected;
 - every summary is scored by the conformance checker against the messages its block
-  replaced; one that fails the doctrine version's verdict is rejected;
-- a text reply where the doctrine's labeler would compress is taken as the teacher's
-  refusal and kept (refusing is the model's right), with the session's own next action.
+  replaced; one that fails the doctrine version's verdict is rejected; a lead before the
+  call must be one plain line (``doctrine.replies.lead_problem``);
+- a text reply is kept as the teacher's refusal (refusing is the model's right), with the
+  session's own next action, only when it is a decline as the evaluation reads one
+  (``doctrine.replies``): one plain line, no imitated markup, where a *gentle* nudge was
+  shown (an emergency nudge may not be declined; with no nudge a text reply is no decline);
+- a reply holding a secret (the key sent, a configured variable's value, a common key
+  shape: ``plumbing.secret_scan``) is rejected whatever its form.
 
 Non-decision points (the labeler's ``ordinary`` turns) keep the labeler's label. Every
 rejection is counted by reason; a rejected point falls back to nothing (it is skipped),
-never to a crash. Base URL, model and the *name* of the key's environment variable come
-from the recipe; the key itself only from the environment.
+never to a crash. :meth:`TeacherLabeler.shortfall` says when the teacher kept too few
+replies (none, or under the recipe's ``min_accepted_share``); the build then fails.
+Base URL, model and the *name* of the key's environment variable come from the recipe;
+the key itself only from the environment.
 """
 
 from __future__ import annotations
@@ -54,11 +61,17 @@ def teacher_messages(point, doctrine) -> list[dict[str, Any]]:
 class TeacherLabeler:
     """A drop-in for ``doctrine.label.label_decision`` that asks a teacher model."""
 
-    def __init__(self, backend, *, model_name: str, max_tokens: int = 768, counts: Counter | None = None):
+    def __init__(self, backend, *, model_name: str, max_tokens: int = 768, counts: Counter | None = None,
+                 scanner=None):
+        from plumbing.secret_scan import SecretScanner
+
         self.backend = backend
         self.model_name = model_name
         self.max_tokens = max_tokens
         self.counts = counts if counts is not None else Counter()
+        self.scanner = scanner if scanner is not None else SecretScanner()
+        self.asked = self.kept = 0
+        self.reasons: Counter = Counter()  # why replies were rejected, for shortfall()
 
     def __call__(self, point, *, doctrine, horizon: int, seed: int, config=None):
         from doctrine.label import LabelSkipped, label_decision
@@ -66,11 +79,26 @@ class TeacherLabeler:
         reference = label_decision(point, doctrine=doctrine, horizon=horizon, seed=seed, config=config)
         if reference.kind not in TEACHER_KINDS:
             return reference
+        self.asked += 1
         try:
-            return self._ask(point, doctrine, reference)
+            label = self._ask(point, doctrine, reference)
         except _Rejected as exc:
             self.counts[f"teacher:{exc.reason}"] += 1
+            self.reasons[exc.reason] += 1
             raise LabelSkipped(f"teacher_{exc.reason}", exc.detail) from None
+        self.kept += 1
+        return label
+
+    def shortfall(self, min_share: float = 0.0) -> str | None:
+        """Why the teacher's labels cannot make a build (it kept none of the points it was
+        asked, or fewer than ``min_share`` of them), with the main rejection reasons; None
+        when it did its part (or was never asked)."""
+        if self.asked == 0 or (self.kept > 0 and self.kept >= min_share * self.asked):
+            return None
+        top = ", ".join(f"{r} {n}" for r, n in self.reasons.most_common(4)) or "none"
+        need = f" (min_accepted_share {min_share:g})" if min_share > 0 else ""
+        return (f"teacher {self.model_name}: kept {self.kept} of {self.asked} replies{need}; rejected: {top}. "
+                "Nothing was marked complete; check the teacher server (base_url, model, key) and its replies")
 
     # ------------------------------------------------------------------ internals
 
@@ -83,6 +111,11 @@ class TeacherLabeler:
                                                   max_tokens=self.max_tokens))
         except BackendError as exc:
             raise _Rejected("backend_error", str(exc)) from None
+        said = [reply.raw_text, reply.message.get("content") or ""]
+        said += [c["function"]["arguments"] for c in reply.tool_calls]
+        hit = next((h for h in map(self.scanner.text, said) if h), None)
+        if hit:  # an echoed key, a pasted token: never training data (the kind only is counted)
+            raise _Rejected("secret_in_reply", hit)
         if reply.parse_errors:
             raise _Rejected("unparseable", "; ".join(reply.parse_errors))
         calls = reply.tool_calls
@@ -95,9 +128,12 @@ class TeacherLabeler:
     def _refusal(self, point, doctrine, reference, text: str):
         from doctrine.label import Label
         from doctrine.label.actions import session_message
+        from doctrine.replies import decline_problem
 
-        if not text.strip():
-            raise _Rejected("empty_reply")
+        voice = point.nudge.voice if point.nudge_shown and point.nudge is not None else None
+        problem = decline_problem(text, nudge_shown=point.nudge_shown, voice=voice)
+        if problem:
+            raise _Rejected(problem, text[:80])
         nxt = point.session.messages[point.visible] if point.visible < len(point.session.messages) else None
         msg = session_message(nxt) if nxt and nxt.get("role") == "assistant" else {"role": "assistant", "content": ""}
         msg["content"] = text.strip() + ("\n" + msg["content"] if msg.get("content") else "")
@@ -112,7 +148,10 @@ class TeacherLabeler:
         from doctrine.kernel.compress import apply_compression
         from doctrine.kernel.compress_args import parse_compress_args
         from doctrine.label import Label
+        from doctrine.replies import lead_problem
 
+        if content.strip() and (problem := lead_problem(content)):
+            raise _Rejected(f"lead_{problem}", content[:80])
         parsed = parse_compress_args(call["function"]["arguments"])
         if parsed.errors or not parsed.ranges:
             raise _Rejected("bad_arguments", "; ".join(parsed.errors) or "no ranges")
@@ -157,10 +196,13 @@ class _Rejected(Exception):
         self.reason, self.detail = reason, detail
 
 
-def make_teacher_labeler(cfg, counts: Counter) -> TeacherLabeler:
+def make_teacher_labeler(cfg, counts: Counter, secret_envs: tuple[str, ...] = ()) -> TeacherLabeler:
     """A labeler for a ``TeacherSource`` recipe section (the key comes from the environment)."""
     from plumbing.openai_backend import OpenAIBackend
+    from plumbing.secret_scan import SecretScanner
 
     backend = OpenAIBackend(base_url=cfg.base_url, model=cfg.model, api_key_env=cfg.api_key_env,
                             timeout_s=cfg.timeout_s)
-    return TeacherLabeler(backend, model_name=cfg.model, max_tokens=cfg.max_tokens, counts=counts)
+    scanner = SecretScanner([*([cfg.api_key_env] if cfg.api_key_env else []), *secret_envs])
+    return TeacherLabeler(backend, model_name=cfg.model, max_tokens=cfg.max_tokens, counts=counts,
+                          scanner=scanner)

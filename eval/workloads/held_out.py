@@ -29,6 +29,7 @@ from doctrine.conform import check_summary, normalise_messages
 from doctrine.kernel.chat import flatten
 from doctrine.kernel.compress_args import parse_compress_args
 from doctrine.kernel.profile import resolve_profile
+from doctrine.replies import reply_form
 from doctrine.request import request_frame
 from doctrine.snapshot import rebuild
 from eval.arms import ARM_INFO
@@ -130,28 +131,6 @@ def select_rows(rows: list[dict[str, Any]], *, kinds: list[str] | None = None, p
         rank = {k: i for i, k in enumerate(kinds)}
         out.sort(key=lambda r: rank[str(r["meta"].get("kind"))])
     return out
-
-
-# Text that imitates kernel or tool markup instead of making a call: a reader cannot act on it.
-_MARKUP = re.compile(r"<acp\b|</acp>|<tool_response|</tool_response>|<tool_call\b|</tool_call>|"
-                     r"\bcompress\s*\(\s*\{|\"startId\"\s*:")
-
-
-def reply_form(message: dict[str, Any], nudge_present: bool) -> str:
-    """What a reader sees an assistant message do: ``compress``, ``recover`` (search or
-    decompress), ``act`` (a call to a task tool), ``decline`` (plain text under a nudge),
-    ``final`` (plain text with no nudge) or ``malformed`` (text imitating ref tags, tool
-    output or a compress call written as prose)."""
-    names = [(c.get("function") or {}).get("name") for c in message.get("tool_calls") or []]
-    if "compress" in names:
-        return "compress"
-    if "search_context" in names or "decompress" in names:
-        return "recover"
-    if names:
-        return "act"
-    if _MARKUP.search(message.get("content") or ""):
-        return "malformed"
-    return "decline" if nudge_present else "final"
 
 
 def classify(message: dict[str, Any], nudge_present: bool) -> str:

@@ -132,15 +132,16 @@ def test_a_summary_that_loses_the_doctrine_is_rejected(teacher, points):
 
 def test_a_teacher_refusal_is_kept_with_the_task_action(teacher, points):
     doc, samples = points
+    gentle = next(s for s in samples if s.point.nudge.voice == "gentle")
     teacher.reply = {"content": "Not yet: I still need the traceback for the fix."}
-    label = labeler(teacher, Counter())(samples[0].point, doctrine=doc, horizon=2, seed=0)
+    label = labeler(teacher, Counter())(gentle.point, doctrine=doc, horizon=2, seed=0)
     assert label.kind == "refusal" and label.message["content"].startswith("Not yet")
 
 
-def test_a_build_with_a_broken_teacher_finishes_and_counts(teacher, tmp_path):
+def test_a_build_with_a_broken_teacher_fails_and_counts(teacher, tmp_path):
     from pathlib import Path
 
-    from data_gen.build import build_curriculum
+    from data_gen.build import TeacherFailed, build_curriculum
     from data_gen.recipe import DataRecipe
     from plumbing.recipe_loader import load_config
 
@@ -151,7 +152,7 @@ def test_a_build_with_a_broken_teacher_finishes_and_counts(teacher, tmp_path):
         "sources.swe_rebench=null", "replay.windows=[4096]", "replay.gates=[aggressive]",
         "sources.teacher.enabled=true", f"sources.teacher.base_url={teacher.url}",
         "sources.teacher.api_key_env=DTW_TEST_TEACHER_KEY"])
-    out = build_curriculum(recipe, tmp_path / "data", log=lambda *a: None, progress=False)
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["counts"]["rejects"].get("teacher:unparseable", 0) > 0
-    assert "sk-test-teacher" not in (out / "manifest.json").read_text()
+    with pytest.raises(TeacherFailed, match=r"kept 0 of \d+ replies; rejected: unparseable \d+") as err:
+        build_curriculum(recipe, tmp_path / "data", log=lambda *a: None, progress=False)
+    assert "sk-test-teacher" not in str(err.value)
+    assert not (tmp_path / "data/manifest.json").exists() and not list(tmp_path.glob("data/*/*.parquet"))

