@@ -65,7 +65,9 @@ def score_replies(backend: Any, request: Request, replies: list[dict[str, Any]],
         if cache is None:
             reused, cache = 0, DynamicCache(config=model.config)
         try:
-            out = model(input_ids=torch.tensor([ids[reused:]]), past_key_values=cache, use_cache=True)
+            # logits of the last prompt position only: all of them would be prompt x vocabulary floats
+            out = model(input_ids=torch.tensor([ids[reused:]]), past_key_values=cache, use_cache=True,
+                        logits_to_keep=1)
             first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
             rest = None
             width = max(len(c) for c in conts) - 1
