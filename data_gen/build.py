@@ -171,6 +171,18 @@ def drop_secret_rows(samples: list[dict], names: list[str], rejects: Counter) ->
     return kept
 
 
+def _model_length(spec: str):
+    """Length of a sample in ``spec``'s tokens, as the trainer tokenises it (tools included)."""
+    from plumbing.chat_templates import choose_template
+    from plumbing.models import load_tokenizer
+
+    from .lengths import sample_lengths
+
+    tok = load_tokenizer(spec)
+    template = choose_template(tok).template
+    return lambda sample: sample_lengths(sample, tok, template)[0]
+
+
 def build_curriculum(recipe: DataRecipe, out: str | Path, *, log=print, progress: bool = True) -> Path:
     from doctrine.spec import resolve_doctrine
 
@@ -211,12 +223,16 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
         from .sources.teacher import make_teacher_labeler
 
         teacher = make_teacher_labeler(recipe.sources.teacher, rejects, tuple(recipe.secret_envs))
+    model_len = _model_length(recipe.length_model) if recipe.max_model_tokens else None
     bar = _progress(progress, len(jobs))
     for session, window, gate in jobs:
         split = assign_split(session.session_id, session.family, recipe.split)
         for sample in _replay(session, recipe, doctrine, window, gate, rejects, scratch, labeler=teacher):
             if sample_tokens(sample) > recipe.max_tokens:
                 rejects["too_long"] += 1
+                continue
+            if model_len is not None and model_len(sample) > recipe.max_model_tokens:
+                rejects["too_long_model"] += 1  # dropped whole: no sample is ever truncated
                 continue
             sample["meta"].setdefault("family", session.family)
             sample["meta"].setdefault("license", session.license)

@@ -70,6 +70,9 @@ def register_inspect(sub) -> None:
                    help="print the messages by role instead of through the model's chat template")
     p.add_argument("--model", default="embedded:smollm2-135m-instruct",
                    help="model spec whose training chat template renders the samples")
+    p.add_argument("--lengths", action="store_true",
+                   help="print every split's rendered sample lengths in the model's tokens, by kind "
+                        "(rows, distinct targets, p50/p95/max), instead of samples")
     p.set_defaults(func=_inspect)
 
 
@@ -132,6 +135,21 @@ def _inspect_folder(args: argparse.Namespace) -> int:
         print(f"{split:<10} {counts.get(split, 0):>6} rows  {json.dumps(counts.get('kinds', {}).get(split, {}))}")
     if counts.get("rejects"):
         print("rejects:", json.dumps(counts["rejects"]))
+    if args.lengths:
+        from plumbing.chat_templates import choose_template
+        from plumbing.models import load_tokenizer
+
+        from .audit import read_rows
+        from .lengths import format_table, length_table
+
+        for split in manifest.get("splits") or ():
+            for f in sorted((Path(args.dir) / split).glob("*.parquet")):
+                _shard_rows(f)  # a truncated shard or a forged row is one line, not a traceback
+        tok = load_tokenizer(args.model)
+        print(f"\nrendered lengths in {args.model} tokens (sample = prompt + tool schemas + target):")
+        print(format_table(length_table(read_rows(args.dir, manifest.get("splits") or ()), tok,
+                                        choose_template(tok).template)))
+        return 0
     files = sorted((Path(args.dir) / args.split).glob("*.parquet"))
     if not files or args.n <= 0:
         return 0

@@ -72,7 +72,7 @@ class Sources(BaseConfig):
 
 class ReplaySettings(BaseConfig):
     windows: list[int] = Field(default_factory=lambda: [16384, 32768])
-    gates: list[Literal["reference", "default", "aggressive"]] = Field(
+    gates: list[Literal["reference", "default", "aggressive", "pocket"]] = Field(
         default_factory=lambda: ["default", "aggressive"],
         description="gate presets of the serving profiles (doctrine.kernel.profile)")
     host: Literal["proxy", "pi"] = Field("proxy", description="host variant of the serving profiles")
@@ -187,6 +187,10 @@ class DataRecipe(BaseConfig):
     # Replay
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
     max_tokens: int = Field(4096, description="samples longer than this (estimated tokens) are dropped")
+    max_model_tokens: int | None = Field(
+        None, ge=1, description="also drop samples longer than this in length_model's tokens, rendered through "
+                                "its training chat template with the tool schemas (None: no such filter)")
+    length_model: str = Field("embedded:smollm2-135m-instruct", description="model whose tokenizer max_model_tokens counts")
     secret_envs: list[str] = Field(
         default_factory=list, description="names of environment variables whose values no row may hold (the "
                                           "teacher's api_key_env is always scanned for, and common key shapes)")

@@ -13,6 +13,8 @@ Families (``FAMILIES``), each a different session shape:
 - ``log_triage``: huge log outputs with one or two needles; the first error is re-quoted
   in the final report.
 - ``data_analysis``: CSV heads and pandas tables; a threshold chosen early is reused.
+- ``pocket_api``, ``pocket_worker``, ``pocket_cli`` (``pocket.py``): one short call per
+  step, sized for the ``pocket`` serving profile's ~2K-token decision points.
 
 The Session Marathon is eval's workload and is deliberately not built here. Which family
 is held out for evaluation is a data config choice, not a property of this package.
@@ -25,10 +27,10 @@ from collections.abc import Callable
 
 from doctrine.session import Session
 
-from . import data_analysis, dep_migration, log_triage, py_bughunt, ts_repo
+from . import data_analysis, dep_migration, log_triage, pocket, py_bughunt, ts_repo
 from ._tools import DEFAULT_SIZE, TOOLS, SessionSize
 
-__all__ = ["FAMILIES", "TOOLS", "SessionSize", "approx_tokens", "generate", "shape_stats"]
+__all__ = ["ALL_FAMILIES", "FAMILIES", "POCKET_FAMILIES", "TOOLS", "SessionSize", "approx_tokens", "generate", "shape_stats"]
 
 FAMILIES: dict[str, Callable[[int, SessionSize], Session]] = {
     "ts_repo": ts_repo.generate,
@@ -37,15 +39,20 @@ FAMILIES: dict[str, Callable[[int, SessionSize], Session]] = {
     "log_triage": log_triage.generate,
     "data_analysis": data_analysis.generate,
 }
+# Small-step families for the pocket serving profile (data_gen/synthetic/pocket.py): a
+# registry of their own, since their sessions are a tenth of the size band above.
+POCKET_FAMILIES: dict[str, Callable[[int, SessionSize], Session]] = {
+    name: pocket.generator(name) for name in pocket.FAMILIES}
+ALL_FAMILIES = {**FAMILIES, **POCKET_FAMILIES}
 
 
 def generate(family: str, seed: int, size: SessionSize = DEFAULT_SIZE) -> Session:
     """One validated session of ``family`` for ``seed`` (an int >= 0) at ``size``."""
-    if family not in FAMILIES:
-        raise ValueError(f"unknown synthetic family {family!r}; known: {', '.join(FAMILIES)}")
+    if family not in ALL_FAMILIES:
+        raise ValueError(f"unknown synthetic family {family!r}; known: {', '.join(ALL_FAMILIES)}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return FAMILIES[family](seed, size)
+    return ALL_FAMILIES[family](seed, size)
 
 
 def _chars(m: dict) -> int:

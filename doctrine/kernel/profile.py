@@ -32,6 +32,16 @@ Gate presets (the only definition in the project):
   Session Marathon experiment): G = 2 % of the
   window, effective floor 10 % of G, minimum range 6 % of the window in tokens (x4 chars),
   recent zone as ``default``. Nudges fire at almost every step.
+* ``pocket``: for the embedded model's small windows (about 1.5K-2K kernel tokens), so
+  that a whole decision point, emergency and tier-2 folds included, stays near 2K model
+  tokens with the distilled prompt and tool schemas (which alone take ~1.1K of it). The
+  fixed prompt is most of such a window, so the pressure band starts at 85 % (not 75 %);
+  G = 5 % of the window with the reference's 0.45 floor ratio, so one step's growth
+  reaches it; minimum range 3 % of the window (x4 chars); recent zone the
+  last 3 messages (one task step) and 5 % of the window; a summary at most 0.5 W chars
+  (the kernel's hard limit; the labeler aims at a quarter of it, W / 16 tokens). Its
+  requests carry the tool schemas without parameter descriptions (``compact_tools``; the
+  distilled system prompt still names every tool with its one-line description).
 
 What each preset means at 4K, 32K and 200K (G / effective floor / minimum range chars /
 recent-zone tokens):
@@ -43,6 +53,7 @@ reference   50000 / 22500 / 5000 /  50000 / 22500 / 5000 /    50000 / 22500 / 50
             5000                    5000                      5000
 default     1024 / 461 / 102 / 102  8192 / 3686 / 819 / 819   50000 / 22500 / 5000 / 5000
 aggressive  82 / 8 / 983 / 102      655 / 66 / 7864 / 819     4000 / 400 / 48000 / 5000
+pocket      205 / 92 / 492 / 205    (meant for 1.5K-2K windows: at 1,664 it is 83 / 37 / 200 / 83)
 =========== ======================= ========================= ==========================
 """
 
@@ -58,7 +69,7 @@ from doctrine.kernel.config import KernelConfig, apply_overrides
 from doctrine.kernel.host import HostConfig
 from plumbing.tokens import default_count_tokens
 
-PRESETS = ("reference", "default", "aggressive")
+PRESETS = ("reference", "default", "aggressive", "pocket")
 PROMPT_MODES = ("doctrine", "distilled")
 NUDGE_STYLES = ("list", "none")  # doctrine.prompt_render.NUDGE_STYLES
 REFERENCE_WINDOW = 200_000
@@ -79,6 +90,14 @@ def gate_overrides(preset: str, window: int) -> dict[str, Any]:
         return {"nudge": {"growth_floor": g, "growth_cap": g, "min_growth_floor": max(1, round(20_000 * s))},
                 "compress": {"min_compress_range": max(1, round(5000 * s))},
                 "preserve_recent_tokens": recent}
+    if preset == "pocket":
+        g = max(1, round(0.05 * window))
+        return {"nudge": {"growth_ratio": 0.05, "growth_floor": g, "growth_cap": g, "min_growth_floor": 0,
+                          "min_growth_ratio": 0.45, "max_context_limit_pct": 0.85},
+                "compress": {"min_compress_range": max(1, round(0.03 * window * 4)),
+                             "max_summary_length": max(200, round(0.5 * window))},
+                "preserve_recent_messages": 3,
+                "preserve_recent_tokens": max(1, round(0.05 * window))}
     g = max(1, round(0.02 * window))
     return {"nudge": {"growth_ratio": 0.02, "growth_floor": g, "growth_cap": g, "min_growth_floor": 0,
                       "min_growth_ratio": 0.10},
@@ -134,6 +153,12 @@ class ServingProfile:
         cfg = KernelConfig.for_limit(self.window, **gate_overrides(self.preset, self.window))
         extra = json.loads(self.overrides_json)
         return apply_overrides(cfg, extra) if extra else cfg
+
+    @property
+    def compact_tools(self) -> bool:
+        """The ``pocket`` preset sends tool schemas without parameter descriptions
+        (``doctrine.request.compact_tool``): in a ~2K-token request they are a tenth of it."""
+        return self.preset == "pocket"
 
     @property
     def variant(self) -> HostVariant:

@@ -271,7 +271,8 @@ def _compress(kind: str, point: DecisionPoint, pieces: list[Piece], hs: Hindsigh
         msgs = [point.by_id[i] for i in p.ids]
         idx = {session_index_of(i) for i in p.ids} - {None}
         facts = [(f.text, f.kind, f.id in needed_ids) for f in facts_of(point.session, idx)]
-        out = compose_tier1(msgs, point.state, facts, doctrine, rng, point.count_tokens, cfg)
+        out = compose_tier1(msgs, point.state, facts, doctrine, rng, point.count_tokens, cfg,
+                           max_chars=point.kconfig.compress.max_summary_length)
         if not out.passed:
             failed += 1
             continue
@@ -352,7 +353,11 @@ def _spontaneous(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, c
 
 # ---------------------------------------------------------------------- emergency
 def _emergency(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label | None:
-    need_free = point.token_count - cfg.emergency_target_share * point.window
+    # Aim at the target share of the window, but never below the fixed prompt (system and
+    # tool schemas) plus a step's worth of room: in a small window the share alone can lie
+    # under what no fold can free, and every range would be asked for.
+    aim = max(cfg.emergency_target_share * point.window, point.fixed_tokens + cfg.min_piece_tokens)
+    need_free = point.token_count - aim
     ranges = point.nudge.recommended_ranges
     order = lambda p: (-round(p.tool_share, 2), -p.tokens, p.refs[0])  # noqa: E731
 
@@ -397,7 +402,8 @@ def _tier(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: Lab
     raw = [point.by_id[i] for i in new.direct_message_ids if i in point.by_id]
     texts = [b.summary for b in blocks] + [m.text for m in raw]
     needed = [f.text for f in hs.needed_facts if any(f.text in t for t in texts)]
-    out = compose_tier(tier, blocks, raw, point.state, needed, doctrine, rng, point.count_tokens)
+    out = compose_tier(tier, blocks, raw, point.state, needed, doctrine, rng, point.count_tokens,
+                       max_chars=point.kconfig.compress.max_summary_length)
     if not out.passed:
         raise LabelSkipped("summary_failed", f"tier-{tier}: " + "; ".join(out.report.reasons[:2]))
     topic = f"tier-{tier} digest of {first}..{last}"

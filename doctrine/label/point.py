@@ -54,6 +54,7 @@ class DecisionPoint:
     units: list[int] = field(default_factory=list)
     profile: Any = None  # doctrine.kernel.profile.ServingProfile the point was rendered under
     sent_tokens: int = 0  # the request as sent (system + tools + view + nudge)
+    fixed_tokens: int = 0  # the system prompt and tool schemas alone (no fold can free them)
 
     @property
     def nudge(self):
@@ -127,4 +128,4 @@ def build_point(session: Any, step: int, visible: int, history: list[dict[str, A
                          kconfig=profile.kernel, host=profile.host_config, count_tokens=profile.count_tokens,
                          action_index=action_index, recovery=recovery,
                          units=units if units is not None else tool_units(session.messages),
-                         profile=profile, sent_tokens=req.sent_tokens)
+                         profile=profile, sent_tokens=req.sent_tokens, fixed_tokens=frame.fixed_tokens)

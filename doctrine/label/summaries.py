@@ -5,7 +5,8 @@ task, its steps (what was done, what came of it), decisions with their reasons, 
 and drops, in short sentences with every exact item copied verbatim; the session's
 ground-truth facts in the range are kept word for word. Sections follow the doctrine's order
 (goal > decisions > what was done > findings > open items > drops > refs). The budget is
-``source / summary_ratio`` tokens, capped at the doctrine's ``tier1_max_tokens``; when over
+``source / summary_ratio`` tokens, capped at the doctrine's ``tier1_max_tokens`` and at the serving
+profile's ``compress.max_summary_length`` (chars / 8: half the kernel's limit); when over
 it, the lowest-priority lines go first (drop notes, file reads, steps without errors);
 needed facts and the goal are never trimmed.
 
@@ -117,8 +118,12 @@ def _trim_lines(lines: list[Line], refs: list[str], style: Style, budget: int, c
 
 
 def compose_tier1(messages: list[Message], state: Any, facts: list[tuple[str, str, bool]], doctrine: Any,
-                  rng: random.Random, count: CountTokens, config: LabelConfig) -> SummaryOutcome:
-    """A tier-1 summary of ``messages`` (the untagged range); ``facts``: (text, kind, needed)."""
+                  rng: random.Random, count: CountTokens, config: LabelConfig,
+                  max_chars: int | None = None) -> SummaryOutcome:
+    """A tier-1 summary of ``messages`` (the untagged range); ``facts``: (text, kind, needed).
+
+    ``max_chars``: the serving profile's ``compress.max_summary_length``; the budget stays
+    at half of it (chars / 8 tokens), so a small window's labels are ones its kernel accepts."""
     style = Style.default()
     verbs = dict(ph.STEP_VERBS)
     source_text = "\n".join(m.text for m in messages)
@@ -129,6 +134,8 @@ def compose_tier1(messages: list[Message], state: Any, facts: list[tuple[str, st
     lines = [ln for ln in reading.lines if not discloses(ln.text, source_text)]
     source_tokens = sum(count(m.text) for m in messages)
     cap = int(doctrine.limits["tier1_max_tokens"])
+    if max_chars is not None:
+        cap = min(cap, max(config.summary_min_tokens, int(max_chars) // 8))
     # Small ranges (under the checker's ratio floor) may keep up to 70% of their size, so a
     # short exchange keeps its steps, not only its goal.
     small = min(320, int(0.7 * source_tokens))

@@ -379,8 +379,12 @@ def _fit(parts: list[list[str]], total_max: int, lo_per: int, n_sources: int, co
 
 
 def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state: Any,
-                 needed_facts: list[str], doctrine: Any, rng: random.Random, count: CountTokens) -> SummaryOutcome:
-    """A tier-2 (distil) or tier-3 (condense) summary of ``blocks`` (+ ``raw`` messages between them)."""
+                 needed_facts: list[str], doctrine: Any, rng: random.Random, count: CountTokens,
+                 max_chars: int | None = None) -> SummaryOutcome:
+    """A tier-2 (distil) or tier-3 (condense) summary of ``blocks`` (+ ``raw`` messages between them).
+
+    ``max_chars``: the serving profile's ``compress.max_summary_length``; the digest's size
+    target stays at half of it (chars / 8 tokens), as the tier-1 budget does."""
     target = doctrine.limits["tier_targets"][str(tier)]
     lo_per, hi_per = int(target["min_tokens_per_source"]), int(target["max_tokens_per_source"])
     k = max(1, len(blocks))
@@ -392,6 +396,8 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
     source_tokens = sum(count(b.summary) for b in blocks) + sum(count(m.text) for m in raw)
     # The checker also wants a 2x fold once the sources reach 1000 tokens: share that out.
     total_max = hi_total if source_tokens < 1000 else min(hi_total, int(source_tokens / 2.1))
+    if max_chars is not None:
+        total_max = min(total_max, max(k * lo_per + 1, int(max_chars) // 8))
     per = max(lo_per + 3, min(aim_per, int(total_max / (k + 0.5))))
     seen: set[str] = set()  # bullet shapes already used, across sources
     merged = merge_sources(blocks, tier)

@@ -180,12 +180,12 @@ def test_replay_runs_the_profile_kernel():
     """Replay's kernel is the serving profile's: one definition of each preset."""
     from doctrine.kernel.profile import resolve_profile
 
-    for window, gate in ((200_000, "default"), (8192, "aggressive"), (4096, "reference")):
+    for window, gate in ((200_000, "default"), (8192, "aggressive"), (4096, "reference"), (1280, "pocket")):
         assert kernel_config_for(window, gate) == resolve_profile(window, gate).kernel
     over = kernel_config_for(8192, "aggressive", {"nudge": {"growth_cap": 999}})
     agg = kernel_config_for(8192, "aggressive")
     assert over.nudge.growth_cap == 999 and over.nudge.growth_floor == agg.nudge.growth_floor
-    assert set(GATES) == {"reference", "default", "aggressive"}
+    assert set(GATES) == {"reference", "default", "aggressive", "pocket"}
     with pytest.raises(ValueError):
         kernel_config_for(8192, "extreme")
 
