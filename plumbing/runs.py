@@ -31,6 +31,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from plumbing.secret_scan import KEY_SHAPES
+
 __all__ = [
     "MANIFEST",
     "RUN_MARKER",
@@ -217,8 +219,9 @@ def redact_secrets(obj: Any, environ: dict[str, str] | None = None, *, config: A
     ``token``, ``auth``, ``Authorization``...); every occurrence of a known secret value
     (:func:`secret_values` of ``obj`` and of ``config``: secret-named environment
     variables, the variables an ``*_env`` key names, literal values under secret-named
-    keys), so a literal key in a config is masked in the command line too; and a
-    ``Bearer`` token. Configs should name the variable
+    keys), so a literal key in a config is masked in the command line too; a ``Bearer``
+    token; and any common key shape (``plumbing.secret_scan.KEY_SHAPES``: ``sk-...``,
+    ``ghp_...``, ``AKIA...``, ...). Configs should name the variable
     (``api_key_env: OPENAI_API_KEY``), never hold the key; this is the safety net.
     """
     if hasattr(config, "model_dump"):
@@ -228,7 +231,10 @@ def redact_secrets(obj: Any, environ: dict[str, str] | None = None, *, config: A
     def text(x: str) -> str:
         for s in known:
             x = x.replace(s, "***")
-        return _BEARER.sub(lambda m: m.group(1) + "***", x)
+        x = _BEARER.sub(lambda m: m.group(1) + "***", x)
+        for shape in KEY_SHAPES.values():  # the one list of key shapes (rows are scanned with it too)
+            x = shape.sub("***", x)
+        return x
 
     def walk(x: Any, key: str = "") -> Any:
         if isinstance(x, dict):

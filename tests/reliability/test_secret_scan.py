@@ -107,3 +107,10 @@ def test_a_key_pasted_as_a_variable_name_is_refused_without_echo():
         with pytest.raises(ConfigError, match="NAME of an environment variable") as err:
             load_config(ROOT / "configs/data/demo.yaml", DataRecipe, [override])
         assert pasted not in str(err.value) and "\n  " in str(err.value) and str(err.value).count("\n") == 1
+
+
+def test_log_and_manifest_redaction_masks_the_same_key_shapes():
+    from plumbing.runs import redact_secrets
+
+    line = f"HTTP 401: key ghp_{'k' * 36} and {AWS} refused; Bearer sk-short"
+    assert redact_secrets(line) == "HTTP 401: key *** and *** refused; Bearer ***"
