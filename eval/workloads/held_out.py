@@ -13,6 +13,10 @@ reply (``eval.workloads.applied``): range validity, kernel errors and warnings, 
 conformance (``doctrine.conform``) of each block's summary against what the kernel folded,
 and whether a recovery reached a needed block. Older rows resolve ranges from their refs. The oracle backend answers with the
 label itself: it is the upper reference and checks the scoring end to end.
+
+Compress-labelled rows also get the graded steps to a successful fold (``graded_compress``):
+``compress_chosen``, ``compress_parsed``, ``compress_accepted``, ``ranges_visible``,
+``summary_score``, ``exact_values_kept``, then ``compress_success``.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 
 from pydantic import Field
 
-from doctrine.conform import check_summary, normalise_messages
+from doctrine.conform import check_summary, extract_keep_items, normalise_messages
 from doctrine.kernel.chat import flatten
 from doctrine.kernel.compress_args import parse_compress_args
 from doctrine.kernel.profile import resolve_profile
@@ -352,6 +356,8 @@ def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dic
         if label_kind == "compress":
             out["compress_success"] = bool(valid and out["range_valid"] and out.get("conformance_passed")
                                            and n_passed == n_ranges == len(ranges))
+            graded_compress(out, reply, target, context, pred, valid, rebuilt=rebuilt, view_refs=view_refs,
+                            nudge_present=nudge_present)
         return _recovery_scores(out, reply, rebuilt, label_kind, pred)
     if pred == "compress":
         text = "\n".join(m.get("content") or "" for m in context) + json.dumps(context)
@@ -381,7 +387,71 @@ def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dic
         # whose every summary passes the checker. Anything else (a plain reply included) is 0.
         out["compress_success"] = bool(pred == "compress" and valid and out.get("range_valid")
                                        and out.get("conformance_passed") and len(passed) == len(ranges))
+        graded_compress(out, reply, target, context, pred, valid, rebuilt=rebuilt, view_refs=view_refs,
+                        nudge_present=nudge_present)
     return _recovery_scores(out, reply, rebuilt, label_kind, pred)
+
+
+def _visible_ids(context: list[dict[str, Any]]) -> set[str]:
+    """Message refs and block ids the model was shown: ref tags, the nudge's range list,
+    earlier compress calls and results (anything printed in the context)."""
+    text = "\n".join(m.get("content") or "" for m in context) + json.dumps(context)
+    return set(re.findall(r"\b[mb]\d+\b", text))
+
+
+def _label_sources(target: dict[str, Any], context: list[dict[str, Any]], rebuilt: Any, view_refs: Any,
+                   nudge_present: bool) -> list[Any]:
+    """The sources the label's own ranges fold (the kernel's, when the row rebuilds)."""
+    if rebuilt is not None:
+        return [src for *_x, src in apply_compress(rebuilt, target).blocks]
+    scope = context[:-1] if nudge_present else context
+    out = []
+    for s, e, _ in compress_ranges(target)[0]:
+        src = source_by_refs(context, view_refs, s, e) if view_refs is not None else None
+        out.append(src or _source_for(scope, s, e))
+    return out
+
+
+def exact_values_kept(summaries: list[str], sources: list[Any]) -> float | None:
+    """Share of the sources' exact values (the checker's ``exact_values`` KEEP items) that
+    the summaries hold verbatim (whitespace aside); None when the sources have none."""
+    values: list[str] = []
+    for src in sources:
+        try:
+            items = extract_keep_items(src() if callable(src) else src)
+        except (ValueError, TypeError):
+            continue
+        values += [it.text for it in items.get("exact_values", []) if it.text not in values]
+    if not values:
+        return None
+    flat = " ".join(" ".join(summaries).split())
+    return sum(" ".join(v.split()) in flat for v in values) / len(values)
+
+
+def graded_compress(out: dict[str, Any], reply: dict[str, Any], target: dict[str, Any],
+                    context: list[dict[str, Any]], pred: str, valid: bool, *, rebuilt: Any = None,
+                    view_refs: Any = None, nudge_present: bool = False) -> None:
+    """The steps to a successful fold, each 0/1 (or a score) per compress-labelled decision,
+    so a learning curve shows where learning stops: ``compress_chosen`` (the reply calls
+    compress), ``compress_parsed`` (its arguments are valid and name ranges),
+    ``compress_accepted`` (the kernel applied every range without error, or with no
+    rebuilt state every range resolved), ``ranges_visible`` (every boundary is a ref or block
+    id the context showed), ``summary_score`` (the checker's mean score, 0 when nothing was
+    checked) and ``exact_values_kept`` (share of the label's source exact values the reply's
+    summaries keep verbatim; absent when that source has none)."""
+    ranges, arg_errors = compress_ranges(reply)
+    chosen = pred == "compress"
+    parsed = chosen and valid and bool(ranges) and not arg_errors
+    seen = _visible_ids(context)
+    out["compress_chosen"] = chosen
+    out["compress_parsed"] = parsed
+    out["compress_accepted"] = bool(parsed and out.get("range_valid") and not out.get("kernel_errors"))
+    out["ranges_visible"] = bool(parsed and all(_norm_ref(s) in seen and _norm_ref(e) in seen for s, e, _ in ranges))
+    out["summary_score"] = float(out.get("conformance_score") or 0.0) if parsed else 0.0
+    kept = exact_values_kept([summary for _s, _e, summary in ranges] if parsed else [],
+                             _label_sources(target, context, rebuilt, view_refs, nudge_present))
+    if kept is not None:
+        out["exact_values_kept"] = kept if parsed else 0.0
 
 
 def _recovery_scores(out: dict[str, Any], reply: dict[str, Any], rebuilt: Any, label_kind: str,

@@ -109,3 +109,51 @@ def test_recovery_replies_are_run_on_the_state(rows, doctrine):
     assert _run(search, _call("search_context", {"query": query}), doctrine)[0]["recover_success"] is True
     m, _ = _run(search, _call("search_context", {"query": "zzz qqq"}), doctrine)
     assert m["recover_success"] is False and m["recover_errors"] == 1
+
+
+GRADED = ("compress_chosen", "compress_parsed", "compress_accepted", "ranges_visible", "summary_score",
+          "exact_values_kept", "compress_success")
+
+
+def _graded(row, reply, doctrine):
+    m, _rec = _run(row, reply, doctrine)
+    return {k: m.get(k) for k in GRADED}
+
+
+def test_graded_compress_metrics_follow_the_steps_to_a_fold(rows, doctrine):
+    row = rows["emergency"]
+    label = row["messages"][-1]
+    oracle = _graded(row, label, doctrine)
+    assert oracle == dict.fromkeys(GRADED, True) | {"summary_score": oracle["summary_score"],
+                                                     "exact_values_kept": oracle["exact_values_kept"]}
+    assert oracle["summary_score"] >= 0.7 and oracle["exact_values_kept"] == 1.0
+    # A task action where the label folds: nothing chosen, every step 0.
+    task = _graded(row, _call("execute_bash", {"command": "ls"}), doctrine)
+    assert task["compress_chosen"] is False and task["compress_parsed"] is False
+    assert task["summary_score"] == 0.0 and task["exact_values_kept"] == 0.0 and task["compress_success"] is False
+    # A compress call with broken arguments: chosen, not parsed.
+    bad = {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "x1", "type": "function", "function": {"name": "compress", "arguments": "{\"topic\": \"t\", \"content\": ["}}]}
+    broken = _graded(row, bad, doctrine)
+    assert broken["compress_chosen"] is True and broken["compress_parsed"] is False
+    assert broken["compress_accepted"] is False and broken["compress_success"] is False
+    # A well-formed fold over a range the model never saw: parsed, not visible, not accepted.
+    summary = json.loads(label["tool_calls"][0]["function"]["arguments"])["content"][0]["summary"]
+    unseen = _graded(row, _compress("m09990", "m09999", summary), doctrine)
+    assert unseen["compress_chosen"] and unseen["compress_parsed"]
+    assert unseen["ranges_visible"] is False and unseen["compress_accepted"] is False
+    assert unseen["compress_success"] is False
+    # The label's summary kept, its exact values dropped: the share falls below 1.
+    lines = [ln for ln in summary.splitlines() if "`" not in ln]
+    lossy = _graded(row, _compress(*_label_range(label), "\n".join(lines) + "\nValues left out."), doctrine)
+    assert lossy["compress_parsed"] and lossy["exact_values_kept"] < 1.0
+
+
+def _label_range(label):
+    r = json.loads(label["tool_calls"][0]["function"]["arguments"])["content"][0]
+    return r["startId"], r["endId"]
+
+
+def test_graded_metrics_are_only_for_compress_labelled_rows(rows, doctrine):
+    m, _ = _run(rows["refusal"], rows["refusal"]["messages"][-1], doctrine)
+    assert not any(k in m for k in GRADED[:-1])
