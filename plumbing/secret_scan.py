@@ -31,6 +31,14 @@ KEY_SHAPES: dict[str, re.Pattern[str]] = {
     "bearer": re.compile(r"\bBearer\s+[A-Za-z0-9._~+/=-]{16,}"),
 }
 
+# A literal each shape starts with: a pattern runs only on text that holds one (``in`` is
+# ~100x faster than a regex that must try every position).
+_HINTS: dict[str, tuple[str, ...]] = {
+    "openai": ("sk-",), "github": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "aws_access_key": ("AKIA", "ASIA"), "slack": ("xox",), "huggingface": ("hf_",),
+    "private_key": ("PRIVATE KEY-----",), "bearer": ("Bearer",),
+}
+
 MIN_SECRET_CHARS = 8  # shorter configured values are not searched for (they would match prose)
 
 
@@ -53,7 +61,7 @@ def find_secret(text: str, values: Mapping[str, str] | None = None) -> str | Non
         if value and len(value) >= MIN_SECRET_CHARS and value in text:
             return f"configured:{name}"
     for kind, pattern in KEY_SHAPES.items():
-        if pattern.search(text):
+        if any(h in text for h in _HINTS[kind]) and pattern.search(text):
             return f"shape:{kind}"
     return None
 
