@@ -66,7 +66,12 @@ DEFINITIONS: dict[str, str] = {
     "compressions_succeeded": "compress calls the kernel applied (count, summed)",
     "compressions_attempted": "compress calls made (count, summed)",
     "refetches": "times an agent step needed a fact that was no longer in view (count, summed)",
-    "recovery_calls": "recovery calls (search_context / decompress) made (count, summed)",
+    "recovery_calls": "recovery tool calls made: the kernel's search_context / decompress, the policy arms' "
+                      "read_tool_output / expand / search_history / read_history (count, summed)",
+    "recoveries": "recovery tool calls that returned what they asked for: a known block, handle, summary or "
+                  "message, a search with hits (count, summed)",
+    "recovery_refetches": "policy recovery calls that re-opened a target already opened in the same state "
+                          "(count, summed)",
     "probe_accuracy": "scripted probes: share of the facts a probe asks for that the answer quotes verbatim "
                       "(whitespace-normalised), mean over probes; a strict string check",
     "probe_score": "Marathon probes: share of the graded probe items answered right, an item accepting any of its "

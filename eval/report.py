@@ -48,12 +48,14 @@ from plumbing.runs import (
 __all__ = ["ReportError", "build_report", "headline_table", "summarise_run"]
 
 SCRIPTED_COLS = ["cases", "calls", "model_calls", "billed_tokens", "mean_context", "peak_context",
-                 "compressions_succeeded", "compressions_attempted", "refetches", "recovery_calls", "probe_accuracy",
+                 "compressions_succeeded", "compressions_attempted", "refetches", "recovery_calls", "recoveries",
+                 "recovery_refetches", "probe_accuracy",
                  "evidence_survival", "doctrine_tokens", "malformed_calls", "kernel_errors", "window_overflows",
                  "prefix_cache_hit_rate"]
-MARATHON_COLS = SCRIPTED_COLS[:11] + ["probe_score", "deep_items_correct", "summary_conformance"] + SCRIPTED_COLS[11:]
+MARATHON_COLS = SCRIPTED_COLS[:13] + ["probe_score", "deep_items_correct", "summary_conformance"] + SCRIPTED_COLS[13:]
 PROBES_COLS = ["cases", "questions", "accuracy", "evidence_survival", "compacted", "forced_compaction", "model_calls", "billed_tokens", "mean_context",
-               "peak_context", "compressions_succeeded", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
+               "peak_context", "compressions_succeeded", "recovery_calls", "recoveries", "recovery_refetches",
+               "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
 HELD_OUT_COLS = ["cases", "balanced_acc", "compress_chosen", "compress_parsed", "compress_accepted", "ranges_visible",
                  "summary_score", "exact_values_kept", "compress_success", "recover_success", "kind_correct", "decision_logprob",
                  "decision_margin", "decision_win", "tool_call_valid", "range_valid", "range_overlap",
