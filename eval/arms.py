@@ -13,6 +13,11 @@ on OpenAI chat messages and never show a ref tag, a nudge or the doctrine. Kerne
 ``doctrine.kernel.host.render_for_model`` exactly as the serving host does; after the model
 replies, :func:`apply_reply` applies its compress call (or recovery call) to the state.
 No arm ever shows how full the context is; the summary prompt below says nothing of it.
+
+The seeds' other policies (the compaction article's switches, ``lcm``,
+``full_retention_search``) live in ``eval/policies/`` and are registered at the end of this
+module; the compactor variants reuse :func:`compacted_view`, and their recovery tools run
+in :func:`apply_reply` beside the kernel's.
 """
 
 from __future__ import annotations
@@ -36,8 +41,9 @@ from doctrine.request import render_request, request_frame
 from plumbing.chat_backend import prompt_text
 from plumbing.tool_format import arguments_object
 
-__all__ = ["ARMS", "ARM_INFO", "ArmEnv", "ArmInfo", "ArmState", "View", "apply_reply", "arm_profile",
-           "force_compaction", "kernel_profile", "micro_compact", "protocol_safe_tail"]
+__all__ = ["ARMS", "ARM_INFO", "FORCERS", "POLICY_TOOLS", "SUMMARISERS", "ArmEnv", "ArmInfo", "ArmState", "Compaction",
+           "View", "apply_reply", "arm_profile", "compacted_view", "force_compaction", "kernel_profile",
+           "last_user_index", "micro_compact", "protocol_safe_tail"]
 
 # The baselines' one summary prompt (generic, as a threshold compactor would use).
 SUMMARY_PROMPT = ("Summarise the conversation above so that the work can continue from the summary "

@@ -90,7 +90,7 @@ def test_a_step_aware_cut_never_splits_a_tool_exchange():
     for seed in range(300):
         rng = random.Random(seed)
         e, hist = env(tail_share=rng.choice([0.02, 0.05, 0.1, 0.3])), history(seed, steps=rng.randint(3, 40))
-        st = ArmState(history=hist, cut=rng.randint(0, 2))
+        st = ArmState(history=hist)
         st.cut = step_cut(ArmState(history=hist), e) if rng.random() < 0.3 else 0  # also from an earlier cut
         cut = step_cut(st, e)
         assert tool_protocol_ok(hist[cut:]), seed
