@@ -37,6 +37,10 @@ from plumbing.recipe_loader import BaseConfig
 __all__ = ["AgenticTask", "AgenticWorkload", "agentic_tasks", "run_agentic_task"]
 
 TASK_TOOL_NAMES = ("str_replace_editor", "execute_bash")
+# ArmEnv fields a recipe's arm_settings may set (the rest come from the run and the task).
+TUNABLE = set(ArmEnv.__dataclass_fields__) - {"window", "count_tokens", "summarise", "doctrine", "task_tools",
+                                              "system_prompt", "kernel_overrides", "gate", "host", "nudge_style",
+                                              "cache"}
 
 
 @dataclass
@@ -93,7 +97,8 @@ def run_agentic_task(task: AgenticTask, arm: str, seed: int, ctx: RunContext, ma
 
     env = ArmEnv(window=ctx.window, count_tokens=backend.count_tokens, summarise=summarise, doctrine=ctx.doctrine,
                  task_tools=list(task.tools), system_prompt=task.system, kernel_overrides=dict(ctx.kernel_overrides),
-                 gate=ctx.gate, host=ctx.host, nudge_style=ctx.nudge_style)
+                 gate=ctx.gate, host=ctx.host, nudge_style=ctx.nudge_style,
+                 **{k: v for k, v in ctx.arm_settings.items() if k in TUNABLE})  # the recipe's arm_settings
     state = ArmState(history=[{"id": "u0", "role": "user", "content": task.prompt}])
     tool_errors = finished = 0
     script = list(task.script)
