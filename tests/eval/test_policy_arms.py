@@ -99,11 +99,12 @@ def test_a_step_aware_cut_never_splits_a_tool_exchange():
     assert splits > 0  # the plain message cut does split exchanges: the property is not vacuous
 
 
-def test_compact_step_cut_view_keeps_whole_exchanges():
+@pytest.mark.parametrize("arm", ["compact_step_cut", "compact_plus", "full_retention_search", "lcm"])
+def test_step_aware_views_keep_whole_exchanges(arm):
     for seed in range(20):
         st = ArmState(history=history(seed))
-        view = ARMS["compact_step_cut"](st, env(window=2500))
-        assert view.events and tool_protocol_ok(view.messages), seed
+        view = ARMS[arm](st, env(window=2500))
+        assert view.retained_messages < len(st.history) and tool_protocol_ok(view.messages), seed
 
 
 # ----------------------------------------------------------------------------- offload
