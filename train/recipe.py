@@ -110,6 +110,22 @@ class TrainerSection(BaseConfig):
     target_only_logits: bool = Field(
         False, description="project hidden states to logits only at target positions (same loss, "
         "no LM-head work on the context); see train/trainer.py")
+    # Two loss terms (train/trainer.py token_weights): the first decision_tokens target tokens
+    # of each sample (what decides compress vs task action vs decline) and the rest (the
+    # summary / reply body), weighted apart. The defaults are today's loss exactly.
+    decision_tokens: int = Field(0, ge=0, description="target tokens per sample in the decision term; 0: one term")
+    decision_weight: float = Field(1.0, ge=0, description="weight of each decision-term token in the loss")
+    summary_weight: float = Field(1.0, ge=0, description="weight of each other target token in the loss")
+
+    @model_validator(mode="after")
+    def _terms(self) -> TrainerSection:
+        weighted = self.decision_weight != 1.0 or self.summary_weight != 1.0
+        if weighted and not self.decision_tokens:
+            raise ValueError("trainer.decision_weight / summary_weight need trainer.decision_tokens > 0")
+        if self.decision_tokens and not self.target_only_logits:
+            raise ValueError("trainer.decision_tokens needs trainer.target_only_logits: true (the weighted loss "
+                             "is computed on the kept target logits)")
+        return self
 
     @field_validator("max_steps")
     @classmethod

@@ -223,7 +223,8 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
     trainer = ProjectSFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds,
                                 processing_class=tokenizer, peft_config=peft_config, data_collator=collator,
                                 callbacks=callbacks, target_only_logits=t.target_only_logits,
-                                shared_prefix=shared)
+                                shared_prefix=shared, decision_tokens=t.decision_tokens,
+                                decision_weight=t.decision_weight, summary_weight=t.summary_weight)
     trainer.data_collator = GuardedCollator(trainer.data_collator)
 
     # ------------------------------------------------------------------ train

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from trl import SFTTrainer
 
-__all__ = ["ProjectSFTTrainer", "target_positions"]
+__all__ = ["ProjectSFTTrainer", "target_positions", "token_weights"]
 
 
 def target_positions(labels: torch.Tensor) -> torch.Tensor:
@@ -33,11 +33,30 @@ def target_positions(labels: torch.Tensor) -> torch.Tensor:
     return (labels[:, 1:] != -100).any(dim=0).nonzero().flatten()
 
 
+def token_weights(targets: torch.Tensor, decision_tokens: int, decision_weight: float,
+                  summary_weight: float) -> torch.Tensor:
+    """Per-token loss weights of ``targets`` (batch, positions; -100 = no label): the first
+    ``decision_tokens`` labelled positions of each row weigh ``decision_weight`` (the tokens
+    that decide compress vs task action vs decline: a short lead and the call's name), the
+    other labelled ones ``summary_weight``, the rest 0."""
+    valid = targets != -100
+    rank = valid.long().cumsum(dim=1)  # 1 at a row's first labelled position
+    w = torch.where(rank <= decision_tokens, decision_weight, summary_weight).to(torch.float32)
+    return w * valid
+
+
 class ProjectSFTTrainer(SFTTrainer):
-    def __init__(self, *args, target_only_logits: bool = False, shared_prefix: bool = False, **kwargs):
+    def __init__(self, *args, target_only_logits: bool = False, shared_prefix: bool = False,
+                 decision_tokens: int = 0, decision_weight: float = 1.0, summary_weight: float = 1.0, **kwargs):
         super().__init__(*args, **kwargs)
         self.target_only_logits = target_only_logits
         self.shared_prefix = shared_prefix
+        self.decision_tokens = int(decision_tokens)
+        self.decision_weight = float(decision_weight)
+        self.summary_weight = float(summary_weight)
+        if self.decision_tokens and (shared_prefix or not target_only_logits):
+            raise ValueError("trainer.decision_tokens weighs the target-only loss: it needs target_only_logits "
+                             "and no data.shared_prefix")
         self._total_target_tokens = 0
         if (target_only_logits or shared_prefix) and (
                 self.compute_loss_func is not None or self.label_smoother is not None
@@ -66,7 +85,10 @@ class ProjectSFTTrainer(SFTTrainer):
         model_inputs["use_cache"] = False
         logits = model(**model_inputs, logits_to_keep=keep).logits.float()  # (batch, targets, vocab)
         targets = labels[:, 1:][:, keep]
-        loss = self._nll(logits, targets, num_items_in_batch)
+        if self.decision_tokens:
+            loss = self._weighted_nll(logits, targets, num_items_in_batch, mode)
+        else:
+            loss = self._nll(logits, targets, num_items_in_batch)
         if "attention_mask" in inputs:
             seen = inputs["attention_mask"].sum()
         else:  # a padding-free batch is one row without one
@@ -103,6 +125,24 @@ class ProjectSFTTrainer(SFTTrainer):
         loss = nll_sum / torch.as_tensor(denom).clamp(min=1)
         if self.args.average_tokens_across_devices and num_items_in_batch is not None:
             loss = loss * (self.accelerator.num_processes // self.get_tp_size())
+        return loss
+
+    def _weighted_nll(self, logits, targets, num_items_in_batch, mode):
+        """The decision and summary terms (``token_weights``) over the same denominator as
+        ``_nll``: with both weights 1 it is ``_nll``. Each term's mean NLL is logged
+        (``loss_decision``, ``loss_summary``) so the log shows which one training moves."""
+        nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-100,
+                              reduction="none").view_as(targets)
+        w = token_weights(targets, self.decision_tokens, self.decision_weight, self.summary_weight)
+        denom = (targets != -100).sum() if num_items_in_batch is None else num_items_in_batch
+        loss = (nll * w).sum() / torch.as_tensor(denom).clamp(min=1)
+        if self.args.average_tokens_across_devices and num_items_in_batch is not None:
+            loss = loss * (self.accelerator.num_processes // self.get_tp_size())
+        first = token_weights(targets, self.decision_tokens, 1.0, 0.0).bool()
+        rest = (targets != -100) & ~first
+        for name, part in (("loss_decision", first), ("loss_summary", rest)):
+            n = part.sum()
+            self._metrics[mode][name].append((nll.detach()[part].sum() / n).item() if n > 0 else 0.0)
         return loss
 
     def _record_metrics(self, mode, logits, targets, seen):

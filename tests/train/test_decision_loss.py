@@ -1,0 +1,107 @@
+"""The decision and summary loss terms, and that the final assistant turn is trained whole."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from plumbing.chat_templates import SampleRejected, choose_template, tokenize_sample
+from train.recipe import TrainerSection
+from train.trainer import ProjectSFTTrainer, token_weights
+
+from .conftest import make_row
+
+
+def _fake(k=0, wd=1.0, ws=1.0):
+    return SimpleNamespace(decision_tokens=k, decision_weight=wd, summary_weight=ws,
+                           args=SimpleNamespace(average_tokens_across_devices=False),
+                           _metrics={"train": defaultdict(list)})
+
+
+def _batch():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(2, 7, 11, generator=g)
+    targets = torch.randint(0, 11, (2, 7), generator=g)
+    targets[0, :2] = -100  # row 0's target starts later
+    targets[1, 6] = -100
+    return logits, targets
+
+
+def test_token_weights_mark_the_first_target_tokens_of_each_row():
+    _, t = _batch()
+    w = token_weights(t, 3, 2.0, 0.5)
+    assert w[0].tolist() == [0, 0, 2, 2, 2, 0.5, 0.5]
+    assert w[1].tolist() == [2, 2, 2, 0.5, 0.5, 0.5, 0]
+    assert torch.equal(token_weights(t, 0, 2.0, 1.0), (t != -100).float())
+
+
+def test_default_weights_are_todays_loss_exactly():
+    logits, t = _batch()
+    plain = ProjectSFTTrainer._nll(_fake(), logits, t, None)
+    fake = _fake(k=3)
+    weighted = ProjectSFTTrainer._weighted_nll(fake, logits, t, None, "train")
+    assert torch.equal(weighted, plain)
+    assert fake._metrics["train"]["loss_decision"] and fake._metrics["train"]["loss_summary"]
+
+
+def test_the_decision_term_is_weighted_apart():
+    logits, t = _batch()
+    nll = torch.nn.functional.cross_entropy(logits.reshape(-1, 11), t.reshape(-1), ignore_index=-100,
+                                            reduction="none").view_as(t)
+    first = token_weights(t, 3, 1.0, 0.0).bool()
+    rest = (t != -100) & ~first
+    want = (4.0 * nll[first].sum() + 0.5 * nll[rest].sum()) / (t != -100).sum()
+    fake = _fake(3, 4.0, 0.5)
+    got = ProjectSFTTrainer._weighted_nll(fake, logits, t, None, "train")
+    assert torch.allclose(got, want)
+    assert fake._metrics["train"]["loss_decision"][0] == pytest.approx((nll[first].sum() / first.sum()).item())
+
+
+def test_recipe_defaults_and_checks():
+    t = TrainerSection()
+    assert (t.decision_tokens, t.decision_weight, t.summary_weight) == (0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="decision_tokens > 0"):
+        TrainerSection(decision_weight=3.0)
+    with pytest.raises(ValueError, match="target_only_logits"):
+        TrainerSection(decision_tokens=8)
+    assert TrainerSection(decision_tokens=8, decision_weight=3.0, target_only_logits=True).decision_tokens == 8
+
+
+def test_the_end_of_turn_token_is_trained_and_nothing_is_truncated(embedded_model):
+    from plumbing.models import load_tokenizer
+
+    tok = load_tokenizer(embedded_model)
+    template = choose_template(tok).template
+    row = make_row(0, "compress")
+    tools = json.loads(row["tools"]) if isinstance(row["tools"], str) else row["tools"]
+    enc = tokenize_sample(tok, row["messages"], tools, template)
+    n = len(enc["input_ids"])
+    last = max(i for i, m in enumerate(enc["assistant_masks"]) if m)
+    assert tok.convert_ids_to_tokens(enc["input_ids"][last]) == "<|im_end|>"
+    # At exactly max_length the sample is kept whole; one token less and it is rejected, never cut.
+    assert tokenize_sample(tok, row["messages"], tools, template, max_length=n)["input_ids"] == enc["input_ids"]
+    with pytest.raises(SampleRejected) as exc:
+        tokenize_sample(tok, row["messages"], tools, template, max_length=n - 1)
+    assert exc.value.reason == "too_long"
+
+
+def test_a_smoke_run_logs_both_terms_and_keeps_the_loss_at_default_weights(project_root, sft_data_dir, tmp_path):
+    from plumbing.recipe_loader import load_config
+    from train.recipe import TrainRecipe
+    from train.sft import run_training
+
+    def run(name, *overrides):
+        recipe = load_config(project_root / "configs/train/smoke.yaml", TrainRecipe,
+                             [f"data.dir={sft_data_dir}", "trainer.save_steps=100", "trainer.max_steps=2",
+                              "trainer.target_only_logits=true", *overrides])
+        return json.loads((run_training(recipe, tmp_path / name) / "metrics.json").read_text())
+
+    plain = run("plain")
+    split = run("split", "trainer.decision_tokens=4")
+    assert split["losses"] == pytest.approx(plain["losses"], rel=1e-6)
+    logs = [h for h in split["log_history"] if "loss" in h]
+    assert logs and all("loss_decision" in h and "loss_summary" in h for h in logs)
