@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
                    help='print {"op", "n", "ms"} per op: the kernel call\'s time (benchmarks/kernel_replay.py)')
     pr = sub.add_parser("profile", help="print the serving profile a window resolves to (JSON with its sha256)")
     pr.add_argument("--window", type=int, required=True, help="context window in tokens")
-    pr.add_argument("--preset", default="default", help="gate preset: reference, default, aggressive")
+    pr.add_argument("--preset", default="default", help="gate preset: reference, default, aggressive, pocket")
     pr.add_argument("--host", default="proxy", help="host variant: proxy, pi")
     pr.add_argument("--prompt-mode", default="distilled", help="doctrine or distilled")
     pr.add_argument("--nudge-style", default="list", help="list or none")
