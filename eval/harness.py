@@ -50,6 +50,7 @@ from plumbing.runs import (
     claim_run_folder,
     fingerprint_differences,
     fingerprint_sha256,
+    nonfinite_to_null,
     paths_sha256,
     read_manifest,
     redact_secrets,
@@ -57,7 +58,7 @@ from plumbing.runs import (
     write_manifest,
 )
 
-__all__ = ["Job", "RunConflict", "RunSummary", "case_path", "load_results", "plan", "run_eval"]
+__all__ = ["CaseFileError", "Job", "RunConflict", "RunSummary", "case_path", "load_results", "plan", "run_eval"]
 
 
 @dataclass
@@ -430,6 +431,10 @@ def _run_locked(recipe: EvalRecipe, out: Path, jobs: list[Job], stamps: dict[str
             result.update(status="done", arm=job.arm, case_id=job.case_id, seed=job.seed, window=job.window,
                           doctrine={"version": doc.version, "sha256": doc.sha256},
                           fingerprint=stamps[job.workload], started_at=t0, wall_s=round(time.time() - t0, 3))
+            # A metric that came out NaN or infinite was not measured: null in strict JSON, listed.
+            result, nulls = nonfinite_to_null(result)
+            if nulls:
+                result["nonfinite_as_null"] = nulls
             atomic_write_json(case_path(out, job.arm, job.case_id, job.seed), result)
 
         log(f"eval: {len(todo)} cases to run ({skipped} already done) with the {be.name} backend")
@@ -505,10 +510,34 @@ def run_plan(out: str | Path) -> tuple[list[str], dict[str, str]] | None:
     return [str(p) for p in rec["plan"]], dict(rec.get("stamps") or {})
 
 
+class CaseFileError(ValueError):
+    """A finished case file whose fields are not what the harness writes (hand-edited, forged)."""
+
+
+def _case_problem(r: dict[str, Any]) -> str | None:
+    """Why a finished case result cannot be aggregated, or None."""
+    for key in ("arm", "workload", "case_id"):
+        if not isinstance(r.get(key), str):
+            return f"{key} is not a string"
+    for key in ("seed", "window"):
+        if key in r and (isinstance(r[key], bool) or not isinstance(r[key], int)):
+            return f"{key} is not an integer"
+    if not isinstance(r.get("metrics"), dict):
+        return "metrics is not a mapping"
+    calls = r.get("calls", [])
+    if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+        return "calls is not a list of mappings"
+    if not isinstance(r.get("meta", {}), (dict, type(None))):
+        return "meta is not a mapping"
+    return None
+
+
 def load_results(out: str | Path) -> list[dict[str, Any]]:
     """Every finished case result of the run's plan (unreadable files are skipped): a case
     file the plan does not list (another recipe's, another dataset's ids) or one computed
-    under another fingerprint is left out. A folder without a recorded plan: every case file."""
+    under another fingerprint is left out. A folder without a recorded plan: every case file.
+    A finished one with fields of the wrong type is a :class:`CaseFileError` naming it; a NaN
+    or infinite number in one is read as a missing value (None)."""
     out = Path(out)
     planned = run_plan(out)
     paths = [out / p for p in planned[0]] if planned else sorted(out.glob("cases/*/*.json"))
@@ -523,5 +552,9 @@ def load_results(out: str | Path) -> list[dict[str, Any]]:
             continue
         if stamps and r.get("fingerprint") not in stamps:
             continue
-        rows.append(r)
+        problem = _case_problem(r)
+        if problem:
+            raise CaseFileError(f"{p}: not a case file the harness wrote ({problem}); delete it and rerun "
+                                "the eval to recompute that case")
+        rows.append(nonfinite_to_null(r)[0])
     return rows

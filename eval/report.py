@@ -39,6 +39,7 @@ from plumbing.runs import (
     atomic_write_text,
     claim_run_folder,
     file_sha256,
+    nonfinite_to_null,
     out_dir_error,
     read_manifest,
     run_folder_error,
@@ -84,12 +85,15 @@ def _arm_key(arm: str) -> tuple[int, str]:
 
 def summarise_run(run_dir: str | Path) -> dict[str, Any]:
     """The report's JSON: per workload, per arm aggregates (and per kind for decisions)."""
-    from eval.harness import load_results, run_plan
+    from eval.harness import CaseFileError, load_results, run_plan
 
     run_dir = Path(run_dir)
     if not (run_dir / "cases").is_dir():
         raise ReportError(f"{run_dir}: no cases/ folder (is this an eval output folder?)")
-    results = load_results(run_dir)
+    try:
+        results = load_results(run_dir)
+    except CaseFileError as exc:
+        raise ReportError(str(exc)) from None
     manifest = read_manifest(run_dir)
     status = {}
     try:
@@ -588,6 +592,10 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
             f"</head><body>{''.join(parts_html)}</body></html>")
     atomic_write_text(out / "report.md", "\n".join(md))
     atomic_write_text(out / "report.html", page)
+    # Strict JSON: a value with no finite number (a mean over no case) is null, and listed.
+    summary, nulls = nonfinite_to_null(summary)
+    if nulls:
+        summary["nonfinite_as_null"] = nulls
     atomic_write_json(out / "report.json", summary)
     inputs = {"eval": run_dir / MANIFEST} if (run_dir / MANIFEST).is_file() else {}
     if vs and (Path(vs) / MANIFEST).is_file():

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -42,6 +43,7 @@ __all__ = [
     "atomic_write",
     "atomic_write_json",
     "atomic_write_text",
+    "nonfinite_to_null",
     "claim_run_folder",
     "file_sha256",
     "fingerprint_differences",
@@ -132,8 +134,41 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write(path, text.encode("utf-8"))
 
 
+def nonfinite_to_null(obj: Any) -> tuple[Any, list[str]]:
+    """``obj`` with every NaN or infinite float replaced by None, and the dotted paths of the
+    values replaced (``arms.doctrine.mean``; ``[3]`` for list items). For JSON whose
+    non-finite numbers are legitimately missing values (a mean over no case): the caller
+    writes the result and reports the paths."""
+    where: list[str] = []
+
+    def clean(value: Any, at: str) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            where.append(at or "<root>")
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v, f"{at}.{k}" if at else str(k)) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v, f"{at}[{i}]") for i, v in enumerate(value)]
+        return value
+
+    out = clean(obj, "")
+    return (out, where) if where else (obj, where)
+
+
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    """Write ``obj`` as strict JSON (indented, sorted keys). NaN and infinities are never
+    written: one is a ValueError naming where it is (see :func:`nonfinite_to_null` for values
+    that are legitimately missing)."""
+    try:
+        text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        _, where = nonfinite_to_null(obj)
+        if not where:
+            raise
+        more = f" and {len(where) - 3} more" if len(where) > 3 else ""
+        raise ValueError(f"{path}: refusing to write a non-finite number (NaN or infinity) at "
+                         f"{', '.join(where[:3])}{more}") from None
+    return atomic_write_text(path, text + "\n")
 
 
 def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
