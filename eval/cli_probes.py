@@ -88,14 +88,19 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from eval.harness import load_results
+    from eval.harness import CaseFileError, load_results
     from eval.workloads.probes_workload import probe_report
 
     run_dir = Path(args.run_dir)
     if not (run_dir / "cases").is_dir():
         print(f"probes report: {run_dir} has no cases/ folder (not an eval run)", file=sys.stderr)
         return 1
-    rep = probe_report(load_results(run_dir), args.reference)
+    try:
+        rows = load_results(run_dir)
+    except CaseFileError as exc:
+        print(f"probes report: {exc}", file=sys.stderr)
+        return 1
+    rep = probe_report(rows, args.reference)
     if not rep["arms"]:
         print(f"probes report: no probes results in {run_dir}", file=sys.stderr)
         return 1

@@ -377,6 +377,9 @@ def run_eval(recipe: EvalRecipe, out: str | Path, *, backend: Backend | None = N
             _discard(out)
         doc = resolve_doctrine(recipe.doctrine_version)
         jobs = plan(recipe, base_dir)
+        if not jobs:  # "complete" must mean something was done
+            raise ValueError(f"the recipe plans no case: none of its workloads ({', '.join(w.name for w in recipe.workloads)}) "
+                             f"has a case it runs on the arms {recipe.arms}; nothing was run or marked complete")
         stamps = _check_recipe(out, recipe, jobs, base_dir, doc)
         return _run_locked(recipe, out, jobs, stamps, doc, backend=backend, max_jobs=max_jobs, log=log)
 
