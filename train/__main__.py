@@ -125,9 +125,15 @@ def _cmd_train(argv: list[str]) -> int:
     from .data import DataError
     from .sft import NonFiniteTraining, run_training
 
+    import os
+
     try:  # <out>/train: a new folder or one training wrote, and no linked checkpoints/final folder
-        claim_run_folder(Path(args.out) / "train", "train", writes=("checkpoints", "final"),
-                         legacy=("checkpoints", "final"))
+        # Under accelerate launch only the first process claims it: a second one checking at
+        # the same time sees the first one's marker half-written (its temp file, no marker
+        # yet) and refuses the folder. The others write nothing there before it has.
+        if os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("RANK", "0") == "0":
+            claim_run_folder(Path(args.out) / "train", "train", writes=("checkpoints", "final"),
+                             legacy=("checkpoints", "final"))
     except RunFolderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

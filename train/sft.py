@@ -96,6 +96,7 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
     from plumbing.models import load_model, load_tokenizer, resolve_model
 
     from .data import check_data_dir, load_split, tokenize_split
+    from .fsdp import fsdp_activation_checkpointing
     from .trainer import ProjectSFTTrainer
 
     # On a machine without CUDA every process is a CPU worker (MULTI_CPU over gloo when launched
@@ -209,7 +210,9 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
         data_seed=t.seed,
         report_to=t.report_to,
         bf16=bf16,
-        gradient_checkpointing=recipe.model.gradient_checkpointing,
+        # Under FSDP with fsdp_activation_checkpointing, FSDP checkpoints the decoder layers (the
+        # Trainer refuses both at once).
+        gradient_checkpointing=recipe.model.gradient_checkpointing and not fsdp_activation_checkpointing(),
         dataloader_num_workers=t.dataloader_num_workers,
         use_cpu=not torch.cuda.is_available(),
         ddp_find_unused_parameters=False,
@@ -237,7 +240,7 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
 
     # ------------------------------------------------------------------ save
     final = stage / "final"
-    trainer.save_model(str(final))
+    trainer.save_model(str(final))  # under FSDP: the gathered adapter (train/fsdp.py)
     if state.is_main_process:
         tokenizer.save_pretrained(str(final))
         metrics = {

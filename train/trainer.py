@@ -64,6 +64,30 @@ class ProjectSFTTrainer(SFTTrainer):
             raise ValueError("trainer.target_only_logits and data.shared_prefix compute the plain token NLL; they do "
                              "not combine with a custom loss, label smoothing, another loss_type or an MoE aux loss")
 
+    def create_accelerator_and_postprocess(self) -> None:
+        super().create_accelerator_and_postprocess()
+        from .fsdp import shard_on_cpu
+
+        # FSDP over CPU processes (configs/accelerate/fsdp2_cpu.yaml): accelerate dropped the
+        # FSDP settings on CPU; switch the state before anything is prepared.
+        if shard_on_cpu(self.accelerator):
+            self.is_fsdp_enabled = True
+
+    def save_model(self, output_dir=None, _internal_call=False):
+        # Under FSDP the Trainer writes no adapter (checkpoints and final/ alike): train/fsdp.py.
+        if not self.is_fsdp_enabled:
+            return super().save_model(output_dir, _internal_call=_internal_call)
+        from .fsdp import save_sharded_adapter
+
+        save_sharded_adapter(self, output_dir or self.args.output_dir)
+
+    def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
+        super()._load_from_checkpoint(resume_from_checkpoint, model)
+        if self.is_fsdp_enabled:  # its sharded model state holds no adapter: train/fsdp.py
+            from .fsdp import load_sharded_adapter
+
+            load_sharded_adapter(model if model is not None else self.model, resume_from_checkpoint)
+
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         labels = inputs["labels"]
         if self.model.training:
