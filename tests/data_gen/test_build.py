@@ -144,9 +144,11 @@ def test_the_dataset_does_not_depend_on_tmpdir(tmp_path, monkeypatch):
         (tmpdir / "dtw-replay").symlink_to(outside, target_is_directory=True)  # never followed
         monkeypatch.setenv("TMPDIR", str(tmpdir))
         monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
-        # A log_triage session at 4K restores a block too large to inline: to a file
-        out = build_curriculum(small("replay.windows=[4096]", "sources.synthetic.families=[log_triage]",
-                                     "sources.synthetic.sessions_per_family=3", "sources.swe_rebench=null"),
+        # A log_triage session at 4K (the fourth, aggressive gates) restores a block too large to
+        # inline: to a file
+        out = build_curriculum(small("replay.windows=[4096]", "replay.gates=[aggressive]",
+                                     "sources.synthetic.families=[log_triage]",
+                                     "sources.synthetic.sessions_per_family=4", "sources.swe_rebench=null"),
                                tmp_path / f"data-{name}", log=lambda *a: None, progress=False)
         hashes.append(_dataset_sha256(out))
         text = "".join(str(pq.read_table(p).to_pylist()) for p in out.glob("*/*.parquet"))
