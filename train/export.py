@@ -150,10 +150,23 @@ and install `serving/` as the host's prompt set (see `serving/README.md`).
 """
 
 
+def served_tools(doc, mode: str, profiles: list[dict]) -> list[dict]:
+    """The kernel tool schemas the adapter was trained with: compact (no parameter
+    descriptions, ``doctrine.request.compact_tool``) when every serving profile of its data
+    sends them so (the ``pocket`` preset), else the doctrine's full ones."""
+    from doctrine.kernel.profile import profile_from_record
+    from doctrine.request import compact_tool
+    from doctrine.tools import tool_schemas
+
+    tools = tool_schemas(doc, mode)
+    if profiles and all(profile_from_record(p).compact_tools for p in profiles):
+        tools = [compact_tool(t) for t in tools]
+    return tools
+
+
 def export_adapter(run_dir: str | Path, *, merge: bool = False, log=print) -> Path:
     from doctrine.acp_prompt_set import export_prompt_set
     from doctrine.spec import resolve_doctrine
-    from doctrine.tools import tool_schemas
 
     started = time.time()
     run = RunDir(Path(run_dir))
@@ -194,7 +207,7 @@ def export_adapter(run_dir: str | Path, *, merge: bool = False, log=print) -> Pa
         for name in ("tokenizer.json", "tokenizer_config.json"):
             if (final / name).is_file():
                 atomic_write_text(out / name, (final / name).read_text())
-        atomic_write_json(out / "tools.json", tool_schemas(doc, mode))
+        atomic_write_json(out / "tools.json", served_tools(doc, mode, train.get("serving_profiles") or []))
         serving = out / "serving"
         export_prompt_set(doc, mode, serving)
         atomic_write_text(serving / "README.md", _SERVING_README.format(

@@ -76,3 +76,17 @@ def test_a_pocket_build_keeps_every_row_under_the_model_bound(tmp_path):
             if c["function"]["name"] == "compress":
                 for rng in json.loads(c["function"]["arguments"])["content"]:
                     assert len(rng["summary"]) <= resolve_profile(r["meta"]["window"], "pocket").kernel.compress.max_summary_length
+
+
+def test_an_adapter_trained_under_pocket_is_served_the_compact_schemas():
+    from doctrine.spec import resolve_doctrine
+    from train.export import served_tools
+
+    doc = resolve_doctrine("v1")
+    pocket = [resolve_profile(w, "pocket").record() for w in (1280, 1408)]
+    full = served_tools(doc, "distilled", [resolve_profile(4096, "aggressive").record()])
+    small = served_tools(doc, "distilled", pocket)
+    assert [t["function"]["name"] for t in small] == [t["function"]["name"] for t in full]
+    assert "description" in json.dumps([t["function"]["parameters"] for t in full])
+    assert "description" not in json.dumps([t["function"]["parameters"] for t in small])
+    assert served_tools(doc, "distilled", []) == full  # no profile recorded: the doctrine's own
