@@ -40,6 +40,7 @@ from eval.arms import ARM_INFO
 from eval.metrics import range_overlap, ref_interval
 from eval.workloads.applied import apply_compress, apply_recovery
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
+from eval.workloads.decision_scoring import score_decision
 from eval.workloads.nudges import rerender_context
 from plumbing.chat_backend import Request
 from plumbing.recipe_loader import BaseConfig
@@ -561,8 +562,6 @@ def run_row(row: dict[str, Any], arm: str, ctx: RunContext, score_first_tokens: 
                "doctrine_tokens": doctrine_tokens, "malformed_calls": int(bool(comp.parse_errors)),
                "label_source_kind": str(meta.get("kind"))}
     if score_first_tokens:
-        from eval.workloads.decision_scoring import score_decision
-
         metrics.update(score_decision(ctx.backend, req, target, task_tools, score_first_tokens))
     return {"workload": "held_out", "rerender": notes, "calls": [rec], "metrics": metrics,
             "serving_profile": profile.record(),
