@@ -33,6 +33,7 @@ import json
 import re
 from typing import Any
 
+from eval.backends.oracle import first_range_policy
 from plumbing.chat_backend import BackendError, Request
 
 __all__ = ["DECLINE", "alternatives", "score_decision"]
@@ -72,8 +73,6 @@ def _task_action(context: list[dict[str, Any]], task_tools: list[dict[str, Any]]
 
 
 def _compress_call(request: Request, context: list[dict[str, Any]]) -> dict[str, Any] | None:
-    from eval.backends.oracle import first_range_policy
-
     reply = first_range_policy(request)
     if reply.get("tool_calls"):
         return reply
