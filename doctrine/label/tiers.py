@@ -432,6 +432,10 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
             if discloses(miss, src_text) or any(norm(miss) in norm(x) for p in parts for x in p):
                 continue
             line = miss if any(miss in m.text for m in raw) else _line_holding(miss, blocks, merged)
+            if line == miss and _PATH_LINE.fullmatch(" ".join(miss.split())):
+                # A bare location says nothing: the raw line that holds it, if there is one.
+                line = next((ln.strip() for m in raw for ln in m.text.splitlines()
+                             if miss in ln and ln.strip() != miss), None)
             if line is None:  # only a header figure (8x, 2.4K) or a superseded value holds it
                 continue
             parts[-1].append(bullet + line)
