@@ -6,6 +6,7 @@
     python -m train model-info embedded:smollm2-135m-instruct
     python -m train model-info HuggingFaceTB/SmolLM2-135M-Instruct@<rev> --json
     python -m train tiny-model /tmp/tiny
+    python -m train plan configs/train/gpu_8b.yaml --gpus 8 --gpu-memory 80 [--gpu-flops 989] [--json]
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from .plan import main_plan
+
+    return main_plan(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m train", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -84,10 +91,24 @@ def build_parser() -> argparse.ArgumentParser:
     tm.add_argument("--hidden", type=int, default=64)
     tm.add_argument("--seed", type=int, default=0)
     tm.set_defaults(func=_cmd_tiny_model)
+    pl = sub.add_parser("plan", help="per-device memory, fit and step time of a recipe on N GPUs")
+    pl.add_argument("recipe", help="a configs/train/*.yaml recipe")
+    pl.add_argument("overrides", nargs="*", help="dotted KEY=VALUE overrides of the recipe")
+    pl.add_argument("--gpus", type=int, required=True, help="GPUs (processes)")
+    pl.add_argument("--gpu-memory", type=float, required=True, help="memory per GPU, GB")
+    pl.add_argument("--gpu-flops", type=float, default=989.0,
+                    help="dense bf16 TFLOPS per GPU (default 989: H100 SXM)")
+    pl.add_argument("--mfu", type=float, default=0.35, help="model FLOPs utilisation assumed (default 0.35)")
+    pl.add_argument("--sharded", action="store_true",
+                    help="weights sharded over the GPUs (FSDP / ZeRO-3); default replicated (DDP)")
+    pl.add_argument("--target-tokens", type=int, default=256,
+                    help="target (assistant) tokens a sample, for target-only logits and target tokens/s")
+    pl.add_argument("--json", action="store_true", help="print JSON")
+    pl.set_defaults(func=_cmd_plan)
     return p
 
 
-SUBCOMMANDS = ("model-info", "tiny-model", "export")
+SUBCOMMANDS = ("model-info", "tiny-model", "export", "plan")
 
 
 def _train_parser() -> argparse.ArgumentParser:
