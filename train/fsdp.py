@@ -1,7 +1,6 @@
 """FSDP2 for LoRA: adapter saves and resumes that work, and the same path on CPU processes.
 
-**CPU processes.** 
-accelerate shards a model only on an accelerator: launched with ``distributed_type: FSDP`` and
+**CPU processes.** accelerate shards a model only on an accelerator: launched with ``distributed_type: FSDP`` and
 ``use_cpu: true`` (configs/accelerate/fsdp2_cpu.yaml) every process comes up ``MULTI_CPU`` over
 gloo and the ``FSDP_*`` settings the launcher exported are silently dropped, so the run would be
 plain data parallel. torch's ``fully_shard`` itself runs on CPU tensors over gloo, so here the
