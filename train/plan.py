@@ -206,7 +206,8 @@ def format_plan(p: dict[str, Any]) -> str:
         f"({p['per_device_batch']} x {p['max_length']} tokens, checkpointing {'on' if p['gradient_checkpointing'] else 'off'}), "
         f"logits {m['logits']:.2f} ({'target positions only' if p['target_only_logits'] else 'every position'})",
         f"fits       {'yes' if p['fits'] else 'NO'} ({p['headroom_gb']:+.2f} GB headroom)",
-        f"step       {p['tokens_per_step']:,} tokens ({p['target_tokens_per_step']:,} target tokens at "
+        f"step       {p['tokens_per_step']:,} tokens, every sample at max_length: an upper bound "
+        f"({p['target_tokens_per_step']:,} target tokens at "
         f"{p['assumed_target_tokens_per_sample']} a sample), {p['step_time_s']:.2f} s at MFU {p['mfu']:g} of "
         f"{p['gpu_tflops']:g} TFLOPS",
         f"throughput {p['tokens_per_s']:,.0f} tokens/s, {p['target_tokens_per_s']:,.0f} target tokens/s",
