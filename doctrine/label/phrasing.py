@@ -122,7 +122,7 @@ RESTORED_PREFIX = (
     "The original ({where}) says: {quote}",
 )
 
-# One surface form per tier (issue 27): the doctrine asks for "dense bullets grouped by
+# One surface form per tier: the doctrine asks for "dense bullets grouped by
 # subject (goal, files, decisions, state, open items)" and no variation of their form, so a
 # tier-1 label always uses these headings, this heading shape, this bullet and these step
 # verbs, and tiers 2/3 the same bullet; what varies between labels is their content. (Several

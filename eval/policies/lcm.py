@@ -1,5 +1,5 @@
 """``lcm``: a lossless-recursive engine policy (the billion-context paper's section 2 (d) and
-3.5 describe the class, LCM [2605.04050]; its pilot's ``deterministic`` arm is a deliberately
+3.5 describe the class, LCM [2605.04050]; the paper's ``deterministic`` arm is a deliberately
 simplified stand-in, and a faithful one is the future work this arm is).
 
 The engine, not the model, manages the context. The history is never changed (it is the
