@@ -5,11 +5,14 @@ FSDP / ZeRO-3; replicated under DDP), the LoRA parameters with their gradients a
 (fp32: PEFT keeps adapters in float32 over a bf16 base; 16 bytes a parameter, sharded too),
 activations at the recipe's ``data.max_length`` (with gradient checkpointing: each decoder layer's
 input plus one layer's activations being recomputed; without: every layer's), and the logits
-the loss materialises: every position's (the model's logits, their float32 copy and the
-cross-entropy's gradient, as transformers' loss does) or, with ``trainer.target_only_logits``,
-the target positions' only. Then tokens per optimizer step and the step time and tokens/s at a
+the loss materialises: by default TRL's fused LM head, which projects in tiles and never holds
+the full logits (two float32 tiles); with ``trainer.target_only_logits`` (or
+``data.shared_prefix``) the project's loss, which holds the target positions' logits over the
+whole vocabulary (the logits, a float32 copy, the loss's and the logged metrics' buffers). Then tokens per optimizer step and the step time and tokens/s at a
 stated MFU. An estimate, checked on the tiny model against measured CPU memory
-(tests/train/test_plan.py); allocator slack and framework buffers are not in it.
+(tests/train/test_plan.py) for the target-only path; TRL's fused head is Triton's on a GPU and
+cannot be measured here (its torch fallback on the CPU holds several full tiles instead: 2.4 GB
+at 2 x 1024 tokens of the tiny model against the kernel's 0.54). Allocator slack is not in it.
 
 Model dimensions come from the model's ``config.json`` (local, embedded and tiny models) or,
 for the hub models the GPU recipes name (there is no hub here), from :data:`KNOWN_CONFIGS`.
@@ -39,6 +42,9 @@ KNOWN_CONFIGS: dict[str, dict[str, Any]] = {
         "num_key_value_heads": 8, "vocab_size": 152064, "tie_word_embeddings": False, "qkv_bias": True},
 }
 
+# TRL's fused LM head tiles (trl/kernels/chunked_logprob.py TOKEN_CHUNK_SIZE and
+# trl/trainer/utils.py _CHUNKED_LOGPROB_CHUNK_SIZE, TRL 1.16).
+TRL_TOKEN_TILE, TRL_VOCAB_TILE = 4096, 32768
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "auto": 2}
 GB = 1e9
 
@@ -150,9 +156,15 @@ def plan(recipe: TrainRecipe, *, gpus: int, gpu_memory_gb: float, gpu_tflops: fl
     weights = params * w_bytes / shard
     lora_state = lora * 16 / shard  # fp32 weight + grad + AdamW exp_avg + exp_avg_sq
     act = _activation_bytes(dims, recipe, micro_tokens, act_bytes)
-    scored = batch * (targets if t.target_only_logits else length)
-    # the logits at the compute dtype, their float32 copy, and the loss's float32 gradient
-    logits = scored * dims.vocab * (act_bytes + 4 + 4)
+    if t.target_only_logits or recipe.data.shared_prefix:
+        # train/trainer.py at its forward peak, per (target position, vocabulary entry): the
+        # model's logits (compute dtype), their float32 copy (none when that is float32), the
+        # cross-entropy's saved log-softmax (4) and the metrics' log-softmax, exp and product (12)
+        logits = batch * targets * dims.vocab * (act_bytes + (4 if act_bytes != 4 else 0) + 4 + 12)
+    else:
+        # TRL's fused LM head: the head runs in tiles of TRL_TOKEN_TILE positions x TRL_VOCAB_TILE
+        # vocabulary entries (one float32 buffer in the forward, one in the backward); no full logits
+        logits = 2 * min(micro_tokens, TRL_TOKEN_TILE) * min(dims.vocab, TRL_VOCAB_TILE) * 4
     total = weights + lora_state + act["activations"] + logits
 
     # Model FLOPs a token: forward 2P, backward through the activations 2P (the frozen base needs
@@ -204,7 +216,7 @@ def format_plan(p: dict[str, Any]) -> str:
         f"memory     {p['per_device_memory_gb']:.2f} GB per device: weights {m['weights']:.2f}, LoRA params+grads+AdamW "
         f"{m['lora_params_grads_adamw']:.2f}, activations {m['activations']:.2f} "
         f"({p['per_device_batch']} x {p['max_length']} tokens, checkpointing {'on' if p['gradient_checkpointing'] else 'off'}), "
-        f"logits {m['logits']:.2f} ({'target positions only' if p['target_only_logits'] else 'every position'})",
+        f"logits {m['logits']:.2f} ({'target positions, full vocabulary' if p['target_only_logits'] else 'TRL fused head tiles'})",
         f"fits       {'yes' if p['fits'] else 'NO'} ({p['headroom_gb']:+.2f} GB headroom)",
         f"step       {p['tokens_per_step']:,} tokens, every sample at max_length: an upper bound "
         f"({p['target_tokens_per_step']:,} target tokens at "
