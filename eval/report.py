@@ -20,6 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from eval.metric_defs import COUNTS, definitions_for
 from eval.metrics import (
     PAIRS,
     aggregate,
@@ -31,7 +32,6 @@ from eval.metrics import (
     paired_balanced,
     paired_comparison,
 )
-from eval.metric_defs import COUNTS, definitions_for
 from plumbing.runs import (
     MANIFEST,
     atomic_write,

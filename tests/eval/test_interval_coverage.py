@@ -15,7 +15,7 @@ each distinct count is computed once: the file runs in seconds.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -31,12 +31,12 @@ CELLS = ((0.4, 0.1, 0.1, 0.4), (0.6, 0.2, 0.05, 0.15), (0.85, 0.05, 0.05, 0.05),
 KIND_RATES = ((0.9, 0.5, 0.2, 0.7), (0.95, 0.95, 0.9, 0.9))  # four decision kinds
 
 
-@lru_cache(maxsize=None)
+@cache
 def _old_rate(k: int, n: int) -> tuple[float, float]:
     return tuple(bootstrap_ci([1.0] * k + [0.0] * (n - k), seed=0, samples=OLD_SAMPLES))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _old_paired(b: int, c: int, n: int) -> tuple[float, float]:
     return tuple(bootstrap_ci([1.0] * b + [-1.0] * c + [0.0] * (n - b - c), seed=0, samples=OLD_SAMPLES))
 
