@@ -85,8 +85,7 @@ def score_replies(backend: Any, request: Request, replies: list[dict[str, Any]],
         lps = [float(first[c[0]])]
         lps += [float(rest[i, j - 1, c[j]]) for j in range(1, len(c))]
         scores.append(lps)
-    backend._hits += reused
-    backend._queries += len(ids)
+    # Not counted in the backend's prefix_cache_hits/queries: those stay the generation calls' figure.
     if backend.reuse_prefix_cache:
         try:  # keep the prompt's cache for the next call (batch 1, prompt positions only)
             if width > 0:
