@@ -134,6 +134,14 @@ def paired(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]], metric: s
     return {"diff": sum(xs) / len(xs) - sum(ys) / len(ys), "ci95": paired_ci(xs, ys, scale, seed=seed), "n": len(xs)}
 
 
+def paired_balanced_acc(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]]) -> dict[str, Any]:
+    """Balanced accuracy of a minus b over the cases both have, with the eval's paired
+    interval (``eval.metrics.paired_balanced``: Tango per kind, combined by MOVER)."""
+    from eval.metrics import paired_balanced
+
+    return paired_balanced(a, b) or {"diff": None, "ci95": None, "n": 0}
+
+
 def curve_point(step: int, rows: dict[Any, dict[str, Any]], base: dict[Any, dict[str, Any]]) -> dict[str, Any]:
     """One step of the curve: per metric mean/ci95/n, balanced_acc, and the paired difference
     to step 0 (absent for step 0 itself)."""
@@ -146,6 +154,7 @@ def curve_point(step: int, rows: dict[Any, dict[str, Any]], base: dict[Any, dict
     if step > 0:
         for k in CURVE_METRICS:
             point["vs_step0"][k] = paired(rows, base, k)
+        point["vs_step0"]["balanced_acc"] = paired_balanced_acc(rows, base)
     forms: dict[str, int] = {}
     for m in vals:
         forms[str(m.get("reply_form"))] = forms.get(str(m.get("reply_form")), 0) + 1
@@ -163,15 +172,16 @@ def _fmt(res: dict[str, Any] | None, key: str = "mean") -> str:
 def curve_table(curve: dict[str, Any]) -> list[list[str]]:
     head = ["step", "n", "balanced_acc", "compress_chosen", "compress_parsed", "compress_accepted", "summary_score",
             "compress_success", "kind_correct", "malformed_share",
-            "compress_chosen vs step 0", "compress_success vs step 0", "kind_correct vs step 0",
-            "malformed_share vs step 0"]
+            "balanced_acc vs step 0", "compress_chosen vs step 0", "compress_success vs step 0",
+            "kind_correct vs step 0", "malformed_share vs step 0"]
     rows = [head]
     for p in curve["points"]:
         m, d = p["metrics"], p["vs_step0"]
         rows.append([str(p["step"]), str(p["n_cases"]), _fmt(m["balanced_acc"]), _fmt(m.get("compress_chosen")),
                      _fmt(m.get("compress_parsed")), _fmt(m.get("compress_accepted")), _fmt(m.get("summary_score")),
                      _fmt(m["compress_success"]), _fmt(m["kind_correct"]), _fmt(m["malformed_share"]),
-                     _fmt(d.get("compress_chosen"), "diff"), _fmt(d.get("compress_success"), "diff"),
+                     _fmt(d.get("balanced_acc"), "diff"), _fmt(d.get("compress_chosen"), "diff"),
+                     _fmt(d.get("compress_success"), "diff"),
                      _fmt(d.get("kind_correct"), "diff"), _fmt(d.get("malformed_share"), "diff")])
     return rows
 
@@ -181,7 +191,8 @@ def write_markdown(curve: dict[str, Any], path: Path) -> None:
     lines = ["# Learning curve: held-out decisions against training steps", "",
              f"Model `{curve['model']}`, data `{curve['data_dir']}`, {curve['n_cases']} held-out cases "
              "(step 0 = base_slim: the untrained model with the same distilled prompts).",
-             "Each cell: mean [95 % bootstrap interval]; `vs step 0`: paired difference per case.", "",
+             "Each cell: mean [95 % interval, the eval's small-n rule: Wilson for rates, Tango for paired rates, "
+             "MOVER over kinds for balanced_acc]; `vs step 0`: paired difference per case.", "",
              "| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
     lines += ["| " + " | ".join(r) + " |" for r in table[1:]]
     lines += ["", "Reply forms per step: " + "; ".join(

@@ -57,6 +57,9 @@ def test_paired_difference_sees_a_change_and_not_noise(lc):
     assert same["diff"] == 0 and same["ci95"][0] < 0 < same["ci95"][1]  # ten alike: not certainty
     point = lc.curve_point(10, learned, base)
     assert point["vs_step0"]["kind_correct"]["diff"] == pytest.approx(1.0)
+    bal = point["vs_step0"]["balanced_acc"]  # one kind, every case turned right: +1, interval above 0
+    assert bal["diff"] == pytest.approx(1.0) and bal["n"] == 10 and bal["ci95"][0] > 0
+    assert lc.curve_point(10, base, base)["vs_step0"]["balanced_acc"]["ci95"][0] < 0
     assert point["reply_forms"] == {"compress": 10}
     assert lc.curve_point(0, base, base)["metrics"]["malformed_share"]["mean"] is None  # filled by case_rows
     assert lc.curve_point(0, base, base)["vs_step0"] == {}
