@@ -29,7 +29,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 TOLERANCE = 1e-5
-STEPS = ["trainer.max_steps=6", "trainer.save_steps=2"]
+STEPS = ["trainer.max_steps=4", "trainer.save_steps=2"]
 
 
 def _accelerate() -> str:
@@ -121,8 +121,8 @@ def test_killed_and_resumed_fsdp_adapter_equals_single_process(runs):
     fsdp, single = runs
     metrics = json.loads((fsdp / "train" / "metrics.json").read_text())
     assert metrics["distributed_type"] == "FSDP" and metrics["world_size"] == 2
-    assert metrics["resumed_from"] in ("checkpoint-2", "checkpoint-4")
-    assert metrics["global_step"] == 6
+    assert metrics["resumed_from"] == "checkpoint-2"
+    assert metrics["global_step"] == 4
     a = load_file(str(fsdp / "adapter" / "adapter_model.safetensors"))
     b = load_file(str(single / "adapter" / "adapter_model.safetensors"))
     # Key names exactly as a single-process PEFT save writes them (no wrapper prefixes).
@@ -137,6 +137,8 @@ def test_killed_and_resumed_fsdp_adapter_equals_single_process(runs):
     assert metrics["losses"] == pytest.approx(single_losses, abs=1e-4)
     cfg_a = json.loads((fsdp / "adapter" / "adapter_config.json").read_text())
     cfg_b = json.loads((single / "adapter" / "adapter_config.json").read_text())
+    # PEFT keeps target_modules as a set: its order differs between processes (hash seeds).
+    assert sorted(cfg_a.pop("target_modules")) == sorted(cfg_b.pop("target_modules"))
     assert cfg_a == cfg_b
 
 
