@@ -71,47 +71,49 @@ def runs(project_root, sft_data_dir, embedded_model):
 
     # Outside pytest's basetemp, which concurrent pytest runs prune (vLLM reads it later).
     root = Path(tempfile.mkdtemp(prefix="dtw-fsdp-cpu-"))
-    model = build_tiny_model(root / "tiny32", TinyModelConfig(heads=2, kv_heads=1))
-    fsdp = root / "fsdp"
+    try:  # removed on failure too
+        model = build_tiny_model(root / "tiny32", TinyModelConfig(heads=2, kv_heads=1))
+        fsdp = root / "fsdp"
 
-    # 1. FSDP2 over 2 CPU processes, killed (SIGKILL to the launcher and every process under it:
-    #    torchrun starts its workers in sessions of their own) once checkpoint-2 is complete
-    #    (its trainer_state.json is written last).
-    log = root / "first-run.log"
-    with log.open("w") as sink:
-        proc = subprocess.Popen(_launch_cmd(sft_data_dir, model, fsdp, 29518), cwd=project_root, env=ENV,
-                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
-    marker = fsdp / "train" / "checkpoints" / "checkpoint-2" / "trainer_state.json"
-    deadline = time.time() + 300
-    while not marker.is_file() and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    if proc.poll() is None:
-        _kill_tree(proc.pid)
-    proc.wait(timeout=60)
-    tail = log.read_text()[-3000:]
-    assert marker.is_file(), f"no checkpoint-2 before the run ended (rc {proc.returncode}):\n{tail}"
-    assert proc.returncode == -signal.SIGKILL, f"the run ended before it could be killed:\n{tail}"
-    assert not (fsdp / "train" / "manifest.json").exists()
-    # FSDP's sharded checkpoint (one file per rank, its model part empty for LoRA) and beside
-    # it the gathered adapter the resume loads back into the shards (train/fsdp.py).
-    assert sorted(p.name for p in (marker.parent / "pytorch_model_fsdp_0").glob("*.distcp")) == [
-        "__0_0.distcp", "__1_0.distcp"]
-    assert (marker.parent / "adapter_model.safetensors").is_file()
+        # 1. FSDP2 over 2 CPU processes, killed (SIGKILL to the launcher and every process under it:
+        #    torchrun starts its workers in sessions of their own) once checkpoint-2 is complete
+        #    (its trainer_state.json is written last).
+        log = root / "first-run.log"
+        with log.open("w") as sink:
+            proc = subprocess.Popen(_launch_cmd(sft_data_dir, model, fsdp, 29518), cwd=project_root, env=ENV,
+                                    stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        marker = fsdp / "train" / "checkpoints" / "checkpoint-2" / "trainer_state.json"
+        deadline = time.time() + 300
+        while not marker.is_file() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        if proc.poll() is None:
+            _kill_tree(proc.pid)
+        proc.wait(timeout=60)
+        tail = log.read_text()[-3000:]
+        assert marker.is_file(), f"no checkpoint-2 before the run ended (rc {proc.returncode}):\n{tail}"
+        assert proc.returncode == -signal.SIGKILL, f"the run ended before it could be killed:\n{tail}"
+        assert not (fsdp / "train" / "manifest.json").exists()
+        # FSDP's sharded checkpoint (one file per rank, its model part empty for LoRA) and beside
+        # it the gathered adapter the resume loads back into the shards (train/fsdp.py).
+        assert sorted(p.name for p in (marker.parent / "pytorch_model_fsdp_0").glob("*.distcp")) == [
+            "__0_0.distcp", "__1_0.distcp"]
+        assert (marker.parent / "adapter_model.safetensors").is_file()
 
-    # 2. Resume to the end.
-    out = subprocess.run(_launch_cmd(sft_data_dir, model, fsdp, 29519, "--resume"), cwd=project_root, env=ENV,
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    export_adapter(fsdp)
+        # 2. Resume to the end.
+        out = subprocess.run(_launch_cmd(sft_data_dir, model, fsdp, 29519, "--resume"), cwd=project_root, env=ENV,
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        export_adapter(fsdp)
 
-    # 3. The same steps in one process: micro-batches of 2, accumulated over 2.
-    single = root / "single"
-    recipe = load_config(project_root / "configs/train/smoke.yaml", TrainRecipe, [
-        f"data.dir={sft_data_dir}", f"model.spec={model}", *STEPS, "trainer.gradient_accumulation_steps=2"])
-    run_training(recipe, single)
-    export_adapter(single)
-    yield fsdp, single
-    shutil.rmtree(root, ignore_errors=True)
+        # 3. The same steps in one process: micro-batches of 2, accumulated over 2.
+        single = root / "single"
+        recipe = load_config(project_root / "configs/train/smoke.yaml", TrainRecipe, [
+            f"data.dir={sft_data_dir}", f"model.spec={model}", *STEPS, "trainer.gradient_accumulation_steps=2"])
+        run_training(recipe, single)
+        export_adapter(single)
+        yield fsdp, single
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_killed_and_resumed_fsdp_adapter_equals_single_process(runs):
