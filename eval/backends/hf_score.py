@@ -24,18 +24,14 @@ from plumbing.chat_backend import BackendError, Request
 __all__ = ["continuation_ids", "score_replies"]
 
 
-def _prompt_ids(backend: Any, request: Request) -> list[int]:
-    if hasattr(backend, "prompt_ids"):
-        return list(backend.prompt_ids(request))
-    return backend.tokenizer(backend.render(request), add_special_tokens=False)["input_ids"]
-
-
-def continuation_ids(backend: Any, request: Request, reply: dict[str, Any]) -> list[int]:
+def continuation_ids(backend: Any, request: Request, reply: dict[str, Any], *,
+                     prompt: str | None = None) -> list[int]:
     """Token ids of ``reply`` as the assistant turn that follows ``request``'s prompt
-    (its end-of-turn token included)."""
+    (its end-of-turn token included); ``prompt`` is ``backend.render(request)`` when the
+    caller has it already (one rendering for all the candidates of a request)."""
     from plumbing.tool_format import normalise_tool_calls
 
-    prompt = backend.render(request)
+    prompt = backend.render(request) if prompt is None else prompt
     full = backend.tokenizer.apply_chat_template(
         normalise_tool_calls([*request.messages, reply]), tools=request.tools or None,
         chat_template=backend.template, tokenize=False, add_generation_prompt=False)
@@ -56,8 +52,9 @@ def score_replies(backend: Any, request: Request, replies: list[dict[str, Any]],
     if not replies:
         return []
     k = max(1, int(first_tokens))
-    ids = _prompt_ids(backend, request)
-    conts = [continuation_ids(backend, request, r)[:k] for r in replies]
+    ids = backend.prompt_ids(request)  # as generation tokenises it: content is never a control token
+    prompt = backend.render(request)
+    conts = [continuation_ids(backend, request, r, prompt=prompt)[:k] for r in replies]
     flag = request.use_adapter
     model = backend.model
     with torch.no_grad(), backend._adapter_ctx(flag):
