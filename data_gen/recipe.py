@@ -181,7 +181,7 @@ class DataRecipe(BaseConfig):
     # Doctrine and prompts
     doctrine_version: str = "v1"
     prompt_mode: Literal["distilled", "doctrine"] = "distilled"
-    nudge_style: Literal["list", "none"] = "list"
+    nudge_style: Literal["list", "list_only", "none"] = "list"
     # Sources
     sources: Sources = Field(default_factory=Sources)
     # Replay

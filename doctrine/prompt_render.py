@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 MODES = ("doctrine", "distilled")
-NUDGE_STYLES = ("list", "none")
+NUDGE_STYLES = ("list", "list_only", "none")
 PARTS = ("system", "nudge-gentle", "nudge-emergency", "nudge-tier2", "nudge-tier3", "tools")
 BREAKDOWN_KEYS = ("system", "tool", "summaries", "code", "text")
 # System-prompt skeleton: surface framing first, then the four load-bearing rule sections.
@@ -268,6 +268,11 @@ def render_nudge(view: NudgeView, doctrine: Doctrine, mode: str = "doctrine", nu
 
     Doctrine mode restates the rules (philosophy, summary craft, tier rules); distilled mode
     fills the same skeleton with the distilled texts, leaving the list and its sizes.
+    ``nudge_style`` "list" is the reference host's nudge (the tier-2/3 and emergency nudges
+    carry an example call), "list_only" the same nudge without the example call (a host for a
+    distilled model: the example's placeholder summary, and for an emergency its first listed
+    range, which may be the task itself, are what a small trained model copies as its answer),
+    "none" no nudge at all.
     """
     _check_mode(mode)
     if nudge_style not in NUDGE_STYLES:
@@ -277,17 +282,18 @@ def render_nudge(view: NudgeView, doctrine: Doctrine, mode: str = "doctrine", nu
         return None
     t = lambda name: _text(doctrine, name, mode)  # noqa: E731
     header = t("nudge-emergency") if view.voice == "emergency" else t("nudge-gentle")
+    examples = nudge_style == "list"
     breakdown = format_breakdown(view.breakdown, view.growth)
     if view.tier in (2, 3):
         label = "DISTILLATION" if view.tier == 2 else "CONDENSATION"
         trigger = f"[{'EMERGENCY ' if view.voice == 'emergency' else ''}TIER {view.tier} {label} TRIGGER]"
         blocks = view.target_blocks
-        example = _example_call(blocks[0].id, blocks[-1].id, "Source: …") if blocks else ""
+        example = _example_call(blocks[0].id, blocks[-1].id, "Source: …") if blocks and examples else ""
         parts = [header, t("philosophy"), breakdown, trigger, t("nudge-tier"), format_blocks(blocks), example,
                  t("how-to-compress"), t("tier2" if view.tier == 2 else "tier3")]
     elif view.voice == "emergency":
         first = next((r for r in view.ranges if not r.protected), None)
-        example = _example_call(first.start, first.end, "- goal: …") if first else ""
+        example = _example_call(first.start, first.end, "- goal: …") if first and examples else ""
         parts = [header, t("philosophy"), breakdown, t("how-to-compress"), example,
                  t("nudge-emergency-order"), format_ranges(view.ranges)]
     else:

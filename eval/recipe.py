@@ -300,7 +300,7 @@ class EvalRecipe(BaseConfig):
     # nudge style; each arm's prompt mode completes it.
     gate: Literal["reference", "default", "aggressive", "pocket"] = "aggressive"
     host: Literal["proxy", "pi"] = "proxy"
-    nudge_style: Literal["list", "none"] = "list"
+    nudge_style: Literal["list", "list_only", "none"] = "list"
     # The distilled arm must run under a profile the adapter was trained with (its manifest's
     # serving_profiles); set true to evaluate it under another one on purpose (the report says so).
     allow_profile_mismatch: bool = False

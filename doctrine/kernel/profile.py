@@ -71,7 +71,7 @@ from plumbing.tokens import default_count_tokens
 
 PRESETS = ("reference", "default", "aggressive", "pocket")
 PROMPT_MODES = ("doctrine", "distilled")
-NUDGE_STYLES = ("list", "none")  # doctrine.prompt_render.NUDGE_STYLES
+NUDGE_STYLES = ("list", "list_only", "none")  # doctrine.prompt_render.NUDGE_STYLES
 REFERENCE_WINDOW = 200_000
 
 

@@ -51,8 +51,9 @@ def is_nudge(text: str, doctrine: Any, mode: str) -> bool:
     return "Compressible ranges (" in text or bool(_TIER.search(text))
 
 
-def parse_nudge(text: str, doctrine: Any, mode: str):
-    """A ``NudgeView`` that renders back to ``text`` in ``mode``, or None when it cannot."""
+def parse_nudge(text: str, doctrine: Any, mode: str, nudge_style: str = "list"):
+    """A ``NudgeView`` that renders back to ``text`` in ``mode`` and ``nudge_style``, or None
+    when it cannot."""
     emergency_head = doctrine.text("nudge-emergency", mode) if "nudge-emergency" in doctrine.sections else ""
     voice = "emergency" if emergency_head and text.startswith(emergency_head) else "gentle"
     tier_m = _TIER.search(text)
@@ -105,10 +106,24 @@ def parse_nudge(text: str, doctrine: Any, mode: str):
             pass
     view = NudgeView(tier, voice, ranges, breakdown, growth, blocks)
     try:
-        again = render_nudge(view, doctrine, mode)
+        again = render_nudge(view, doctrine, mode, nudge_style)
     except Exception:
         return None
     return view if again == text else None
+
+
+def row_nudge_style(meta: dict[str, Any]) -> str:
+    """The nudge style of the profile a row was rendered under ("list" when it does not say):
+    the host setting, which a re-render in another prompt mode keeps."""
+    extra = meta.get("extra")
+    if isinstance(extra, str):
+        try:
+            extra = json.loads(extra)
+        except ValueError:
+            extra = None
+    profile = ((extra or {}).get("kernel_input") or {}).get("profile") if isinstance(extra, dict) else None
+    style = profile.get("nudge_style") if isinstance(profile, dict) else None
+    return style if style in ("list", "list_only") else "list"
 
 
 def rerender_context(messages: list[dict[str, Any]], doctrine: Any, row_mode: str, mode: str,
@@ -120,6 +135,7 @@ def rerender_context(messages: list[dict[str, Any]], doctrine: Any, row_mode: st
     for the system prompt, the row's nudge was kept).
     """
     notes = {"system": "kept", "nudge": "kept", "nudge_present": False}
+    style = row_nudge_style(meta)
     out = [dict(m) for m in messages]
     if out and out[0].get("role") == "system":
         base = split_system(out[0].get("content") or "", doctrine, row_mode)
@@ -144,10 +160,10 @@ def rerender_context(messages: list[dict[str, Any]], doctrine: Any, row_mode: st
                                      [BlockView(**b) for b in nv.get("target_blocks", [])])
                 except (KeyError, TypeError):
                     view = None
-            view = view or parse_nudge(last["content"], doctrine, row_mode)
+            view = view or parse_nudge(last["content"], doctrine, row_mode, style)
             if view is None:
                 notes["nudge"] = "fallback"
             else:
-                out[-1] = {**last, "content": render_nudge(view, doctrine, mode) or ""}
+                out[-1] = {**last, "content": render_nudge(view, doctrine, mode, style) or ""}
                 notes["nudge"] = "rerendered"
     return out, notes

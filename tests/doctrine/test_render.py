@@ -183,6 +183,18 @@ def test_emergency_nudge_has_example_and_order_line():
     assert text.index("Example:") < text.index("Compressible ranges")
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["nudge-emergency", "nudge-tier2"])
+def test_list_only_style_is_the_list_nudge_without_its_example_call(mode, name):
+    with_example = render_nudge(EXAMPLE_VIEWS[name], DOC, mode, nudge_style="list")
+    bare = render_nudge(EXAMPLE_VIEWS[name], DOC, mode, nudge_style="list_only")
+    assert "Example: compress(" in with_example and "Example:" not in bare
+    example_line = next(line for line in with_example.split("\n\n") if line.startswith("Example: compress("))
+    assert bare == with_example.replace("\n\n" + example_line, "")
+    gentle = EXAMPLE_VIEWS["nudge-gentle"]  # no example in either style
+    assert render_nudge(gentle, DOC, mode, nudge_style="list_only") == render_nudge(gentle, DOC, mode)
+
+
 @pytest.mark.parametrize("host", ["proxy", "pi"])
 @pytest.mark.parametrize("mode", MODES)
 def test_tool_schemas_shape(mode, host):

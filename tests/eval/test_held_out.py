@@ -116,6 +116,22 @@ def test_nudges_parse_back_losslessly(doctrine, name, mode):
     assert render_nudge(parsed, doctrine, other) == render_nudge(view, doctrine, other)
 
 
+@pytest.mark.parametrize("name", ["nudge-emergency", "nudge-tier2"])
+def test_list_only_nudges_parse_back_and_rerender_in_their_style(doctrine, name):
+    view = EXAMPLE_VIEWS[name]
+    text = render_nudge(view, doctrine, "distilled", "list_only")
+    assert parse_nudge(text, doctrine, "distilled") is None  # the list style would add an example
+    parsed = parse_nudge(text, doctrine, "distilled", "list_only")
+    assert parsed is not None
+    meta = {"extra": json.dumps({"kernel_input": {"profile": {"nudge_style": "list_only"}}})}
+    msgs = [{"role": "system", "content": render_system_prompt(doctrine, "distilled")},
+            {"role": "user", "content": text}]
+    out, notes = rerender_context(msgs, doctrine, "distilled", "doctrine", meta)
+    assert notes["nudge"] == "rerendered"
+    assert out[-1]["content"] == render_nudge(view, doctrine, "doctrine", "list_only")
+    assert "Example:" not in out[-1]["content"]
+
+
 def test_unparseable_nudge_is_kept_and_noted(doctrine):
     msgs = [{"role": "system", "content": "custom host prompt"},
             {"role": "user", "content": "Compressible ranges (1, oldest first):\n  garbage line here"}]
