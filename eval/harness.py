@@ -419,9 +419,10 @@ def _run_locked(recipe: EvalRecipe, out: Path, jobs: list[Job], stamps: dict[str
             # same four calls in turn, see eval.backends.batching).
             be = MicroBatcher(engine, max_batch=recipe.concurrency if be.name == "vllm" else 1)
         done_lock = threading.Lock()
+        reference = reference_backend(engine) if any(_is_reference(j.arm) for j in todo) else None
 
         def one(job: Job) -> None:
-            ctx = RunContext(be, doc, window=job.window, horizon=recipe.horizon, max_tokens=recipe.max_tokens,
+            ctx = RunContext(reference if _is_reference(job.arm) else be, doc, window=job.window, horizon=recipe.horizon, max_tokens=recipe.max_tokens,
                              arm_settings=recipe.arm_settings, kernel_overrides=recipe.kernel, gate=recipe.gate,
                              host=recipe.host, nudge_style=recipe.nudge_style)
             before = be.stats() if recipe.concurrency == 1 else {}
@@ -483,6 +484,24 @@ def _run_locked(recipe: EvalRecipe, out: Path, jobs: list[Job], stamps: dict[str
     else:
         log(f"eval: incomplete, {summary.done}/{len(jobs)} cases done ({len(failed)} failed); rerun to resume")
     return summary
+
+
+def _is_reference(arm: str) -> bool:
+    from eval.arms import ARM_INFO
+
+    info = ARM_INFO.get(arm)
+    return bool(info and info.reference)
+
+
+def reference_backend(engine: Backend) -> Backend:
+    """The oracle policy for reference arms (``oracle``), counting tokens with ``engine``'s
+    tokenizer so its billed tokens and context sizes sit on the model arms' scale."""
+    from eval.backends.oracle import OracleBackend
+
+    ref = OracleBackend()
+    if engine.name != "oracle":
+        ref.count_tokens = engine.count_tokens  # type: ignore[method-assign]
+    return ref
 
 
 def _sizes(batches: list[int]) -> str:

@@ -31,10 +31,13 @@ from plumbing.recipe_loader import BaseConfig, describe_errors
 
 DEFAULT_ARMS = ("full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", "auto_compact", "micro_auto",
                 "deterministic", "doctrine", "base_slim", "distilled")
+# The reference fold: the doctrine arm answered by the oracle policy whatever the backend
+# (eval.harness.reference_backend); run only where a recipe names it.
+REFERENCE_ARMS = ("oracle",)
 # The seeds' other policies (eval/policies/): run only where a recipe names them.
 POLICY_ARMS = ("compact_tail", "compact_step_cut", "compact_offload", "compact_retry_collapse", "compact_plus",
                "lcm", "full_retention_search")
-ARM_NAMES = DEFAULT_ARMS + POLICY_ARMS
+ARM_NAMES = DEFAULT_ARMS + REFERENCE_ARMS + POLICY_ARMS
 
 
 def check_settings(model: type[BaseConfig], value: dict[str, Any], where: str, label: str = "") -> dict[str, Any]:

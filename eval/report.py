@@ -32,6 +32,7 @@ from eval.metrics import (
     paired_balanced,
     paired_comparison,
 )
+from eval.recipe import REFERENCE_ARMS
 from plumbing.runs import (
     MANIFEST,
     atomic_write,
@@ -72,7 +73,7 @@ HEADLINE = [("balanced_acc", "held_out", "balanced_acc"), ("compress_success", "
             ("prompt_tok/call", "calls", "prompt_per_call"), ("max_prompt", "calls", "max_prompt"),
             ("doctrine_share", "calls", "doctrine_share")]
 ARM_ORDER = ["full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", "auto_compact", "micro_auto",
-             "deterministic", "doctrine", "base_slim", "distilled"]
+             "deterministic", "oracle", "doctrine", "base_slim", "distilled"]
 
 
 class ReportError(ValueError):
@@ -427,7 +428,9 @@ def _plots(summary: dict[str, Any]) -> dict[str, bytes]:
             continue
         fig, ax = plt.subplots(figsize=(8, 4))
         for arm in sorted(sc["series"]["context"], key=_arm_key):
-            ax.plot(sc["series"]["context"][arm], label=arm, linewidth=1.2)
+            ref = arm in REFERENCE_ARMS  # the reference fold: dashed black, beside the model arms
+            ax.plot(sc["series"]["context"][arm], label=f"{arm} (reference)" if ref else arm, linewidth=1.2,
+                    **({"linestyle": "--", "color": "black"} if ref else {}))
         ax.set_xlabel("call")
         ax.set_ylabel("context tokens")
         ax.set_title(f"{wl}: context per call, {sc['series']['case']}")
