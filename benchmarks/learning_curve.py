@@ -1,8 +1,12 @@
 """The learning curve: held-out decisions against LoRA training steps (``make learn``).
 
-    python benchmarks/learning_curve.py [--data runs/demo/data] [--steps 0,10,20,40]
-        [--train-recipe configs/train/learn.yaml] [--eval-recipe configs/eval/learn.yaml]
-        [--out runs/learn]
+    python benchmarks/learning_curve.py [--data runs/pocket/data] [--steps 0,200]
+        [--data-recipe configs/data/pocket.yaml] [--train-recipe configs/train/pocket.yaml]
+        [--eval-recipe configs/eval/pocket_learn.yaml] [--out runs/pocket]
+
+(the defaults are `make learn`'s; the wide curriculum's curve: --data runs/learn/data
+--data-recipe configs/data/learn.yaml --train-recipe configs/train/learn.yaml
+--eval-recipe configs/eval/learn.yaml --out runs/learn)
 
 Answers "did the doctrine get into the weights?" at a scale where one run cannot: it trains
 one adapter, keeps a checkpoint at every step in ``--steps``, and evaluates each checkpoint on
@@ -165,6 +169,8 @@ def curve_point(step: int, rows: dict[Any, dict[str, Any]], base: dict[Any, dict
 def _fmt(res: dict[str, Any] | None, key: str = "mean") -> str:
     if not res or res.get(key) is None:
         return "-"
+    if len(res.get("ci95") or []) != 2:
+        return f"{res[key]:+.2f}" if key == "diff" else f"{res[key]:.2f}"
     lo, hi = res["ci95"]
     return f"{res[key]:+.2f} [{lo:+.2f}, {hi:+.2f}]" if key == "diff" else f"{res[key]:.2f} [{lo:.2f}, {hi:.2f}]"
 
@@ -324,12 +330,12 @@ def write_curve(curve: dict[str, Any], out_dir: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python benchmarks/learning_curve.py", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default="runs/learn/data", help="a built curriculum (built from --data-recipe if missing)")
-    ap.add_argument("--data-recipe", default="configs/data/demo.yaml")
-    ap.add_argument("--train-recipe", default="configs/train/learn.yaml")
-    ap.add_argument("--eval-recipe", default="configs/eval/learn.yaml")
-    ap.add_argument("--steps", default="0,10,20,40", help="checkpoints to evaluate; 0 = the untrained model")
-    ap.add_argument("--out", default="runs/learn")
+    ap.add_argument("--data", default="runs/pocket/data", help="a built curriculum (built from --data-recipe if missing)")
+    ap.add_argument("--data-recipe", default="configs/data/pocket.yaml")
+    ap.add_argument("--train-recipe", default="configs/train/pocket.yaml")
+    ap.add_argument("--eval-recipe", default="configs/eval/pocket_learn.yaml")
+    ap.add_argument("--steps", default="0,200", help="checkpoints to evaluate; 0 = the untrained model")
+    ap.add_argument("--out", default="runs/pocket")
     args = ap.parse_args(argv)
     try:
         curve = build_curve(args)

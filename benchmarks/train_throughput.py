@@ -1,6 +1,13 @@
 """Training throughput of the loss-preserving variants against the current demo recipe.
 
-    python benchmarks/train_throughput.py [--data runs/demo/data] [--steps 3] [--model SPEC] [--only NAME ...]
+    python benchmarks/train_throughput.py [--data runs/learn/data] [--steps 3] [--model SPEC] [--only NAME ...]
+    python benchmarks/train_throughput.py --recipes [--steps 10]
+
+``--recipes`` compares whole recipes, each on its own curriculum, in one run: the learn
+recipe (configs/train/learn.yaml on the wide curriculum, configs/data/learn.yaml: 2-6K-token
+samples) and the pocket recipe (configs/train/pocket.yaml on configs/data/pocket.yaml:
+samples of at most ~2.2K tokens), printing target tokens/s, tokens/s and steps/min for each
+(the curricula are built into a temp folder where --learn-data / --pocket-data are absent).
 
 Uses the demo curriculum (built into a temp folder with configs/data/demo.yaml when --data
 is absent or incomplete) and configs/train/demo.yaml. Every variant trains the same first
@@ -72,6 +79,13 @@ VARIANTS: dict[str, list[str]] = {
 }
 
 
+# name -> (train recipe, data recipe) for --recipes: whole recipes, each on its own curriculum.
+RECIPES: dict[str, tuple[str, str]] = {
+    "learn recipe (wide curriculum)": ("configs/train/learn.yaml", "configs/data/learn.yaml"),
+    "pocket recipe (pocket curriculum)": ("configs/train/pocket.yaml", "configs/data/pocket.yaml"),
+}
+
+
 def run_one(name: str, data: Path, steps: int, model: str, out: Path) -> dict:
     import resource
 
@@ -79,9 +93,10 @@ def run_one(name: str, data: Path, steps: int, model: str, out: Path) -> dict:
     from train.recipe import TrainRecipe
     from train.sft import run_training
 
-    recipe = load_config(ROOT / "configs/train/demo.yaml", TrainRecipe, [
+    train_recipe, overrides = (RECIPES[name][0], []) if name in RECIPES else ("configs/train/demo.yaml", VARIANTS[name])
+    recipe = load_config(ROOT / train_recipe, TrainRecipe, [
         f"data.dir={data}", f"model.spec={model}", f"trainer.max_steps={steps}", "trainer.save_steps=100000",
-        "trainer.eval_steps=null", "trainer.logging_steps=1", *VARIANTS[name]])
+        "trainer.save_total_limit=null", "trainer.eval_steps=null", "trainer.logging_steps=1", *overrides])
     stage = run_training(recipe, out, log=lambda *a: None)
     m = json.loads((stage / "metrics.json").read_text())
     steps_logged = [h for h in m["log_history"] if "loss" in h]
@@ -98,11 +113,14 @@ def run_one(name: str, data: Path, steps: int, model: str, out: Path) -> dict:
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--data", default=str(ROOT / "runs/demo/data"))
+    p.add_argument("--data", default=str(ROOT / "runs/learn/data"))
+    p.add_argument("--recipes", action="store_true", help="compare the learn and pocket recipes (see above)")
+    p.add_argument("--learn-data", default=str(ROOT / "runs/learn/data"))
+    p.add_argument("--pocket-data", default=str(ROOT / "runs/pocket/data"))
     p.add_argument("--steps", type=int, default=3, help="optimizer steps per variant (batch-1 variants)")
     p.add_argument("--model", default="embedded:smollm2-135m-instruct")
     p.add_argument("--only", nargs="*", choices=list(VARIANTS), help="run these variants only")
-    p.add_argument("--one", choices=list(VARIANTS), help=argparse.SUPPRESS)  # child process
+    p.add_argument("--one", choices=[*VARIANTS, *RECIPES], help=argparse.SUPPRESS)  # child process
     p.add_argument("--out", help=argparse.SUPPRESS)
     args = p.parse_args()
 
@@ -114,18 +132,31 @@ def main() -> int:
     from plumbing.runs import stage_complete
 
     tmp = Path(tempfile.mkdtemp(prefix="dtw-bench-train-"))
-    data = Path(args.data)
-    if not stage_complete(data):
+
+    def curriculum(path: str, data_recipe: str) -> Path:
+        if stage_complete(Path(path)):
+            return Path(path)
         from data_gen.build import build_curriculum
         from data_gen.recipe import DataRecipe
 
-        data = tmp / "data"
+        out = tmp / Path(data_recipe).stem
         t0 = time.time()
-        build_curriculum(load_config(ROOT / "configs/data/demo.yaml", DataRecipe), data, progress=False)
-        print(f"built the demo curriculum in {time.time() - t0:.1f}s -> {data}")
+        build_curriculum(load_config(ROOT / data_recipe, DataRecipe), out, progress=False)
+        print(f"built {data_recipe} in {time.time() - t0:.1f}s -> {out}")
+        return out
+
+    if args.recipes:
+        names = list(RECIPES)
+        datas = {names[0]: curriculum(args.learn_data, RECIPES[names[0]][1]),
+                 names[1]: curriculum(args.pocket_data, RECIPES[names[1]][1])}
+    else:
+        names = args.only or list(VARIANTS)
+        data = curriculum(args.data, "configs/data/learn.yaml")
+        datas = {n: data for n in names}
     results = []
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
-    for i, name in enumerate(args.only or VARIANTS):
+    for i, name in enumerate(names):
+        data = datas[name]
         # A batch-2 variant covers the baseline's samples in half the steps.
         batch = 2 if "x2" in name else 1
         steps = max(1, args.steps // batch)
@@ -139,13 +170,14 @@ def main() -> int:
         r = json.loads(line[len("RESULT "):])
         results.append(r)
         print(f"{name:<40} {r['steps']} steps {r['seconds']:7.1f}s  {r['target_tokens'] / r['seconds']:6.1f} target tok/s  "
-              f"{r['tokens'] / r['seconds']:7.1f} tok/s  peak RSS {r['peak_rss_gb']:5.1f} GB  loss {r['mean_loss']:.4f}  load {r['load_1min']:.1f}",
+              f"{r['tokens'] / r['seconds']:7.1f} tok/s  {60 * r['steps'] / r['seconds']:5.1f} steps/min  peak RSS {r['peak_rss_gb']:5.1f} GB  loss {r['mean_loss']:.4f}  load {r['load_1min']:.1f}",
               flush=True)
-    base = next((r for r in results if r["variant"] == "demo"), None)
+    base = next((r for r in results if r["variant"] == ("demo" if not args.recipes else names[0])), None)
     if base:
         base_tps = base["target_tokens"] / base["seconds"]
         for r in results:
-            print(f"ratio {r['variant']:<40} {r['target_tokens'] / r['seconds'] / base_tps:5.2f}x target tokens/s")
+            print(f"ratio {r['variant']:<40} {r['target_tokens'] / r['seconds'] / base_tps:5.2f}x target tokens/s, "
+                  f"{r['steps'] / r['seconds'] / (base['steps'] / base['seconds']):5.2f}x steps/min")
     print(json.dumps({"data": str(data), "steps": args.steps, "model": args.model, "results": results}))
     return 0
 

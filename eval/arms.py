@@ -571,7 +571,7 @@ ARMS: dict[str, Callable[[ArmState, ArmEnv], View]] = {
     "micro_auto": micro_auto,
     "deterministic": deterministic,
     "doctrine": partial(kernel_arm, mode="doctrine"),
-    "oracle": partial(kernel_arm, mode="doctrine"),
+    "oracle": partial(kernel_arm, mode="distilled"),
     "base_slim": partial(kernel_arm, mode="distilled"),
     "distilled": partial(kernel_arm, mode="distilled"),
 }
@@ -581,9 +581,9 @@ ARM_INFO: dict[str, ArmInfo] = {
                                               "sliding", "auto_compact", "micro_auto")},
     "deterministic": ArmInfo("kernel"),
     "doctrine": ArmInfo("kernel", "doctrine", False, True),
-    # The doctrine arm's frame answered by the oracle policy: the reference fold a run's model
+    # The distilled frame (base_slim's prompts) answered by the oracle policy: the reference fold a run's model
     # arms are read against (the Marathon's plots show what folding looks like).
-    "oracle": ArmInfo("kernel", "doctrine", False, True, reference=True),
+    "oracle": ArmInfo("kernel", "distilled", False, True, reference=True),
     "base_slim": ArmInfo("kernel", "distilled", False, True),
     "distilled": ArmInfo("kernel", "distilled", True, True),
 }

@@ -184,13 +184,12 @@ def wilson_ci(successes: float, n: int, z: float = Z95, *, corrected: bool = Tru
 
 
 def t_ci(values: list[float]) -> list[float]:
-    """Student's t interval of the mean (small samples of an unbounded metric)."""
+    """Student's t interval of the mean (small samples of an unbounded metric); none (``[]``)
+    from a single value, which says nothing about its spread."""
     n = len(values)
-    if n == 0:
+    if n < 2:
         return []
     m = sum(values) / n
-    if n == 1:
-        return [m, m]
     sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
     q = _T975[n - 2] if n - 1 <= len(_T975) else Z95
     return [m - q * sd / math.sqrt(n), m + q * sd / math.sqrt(n)]
@@ -424,6 +423,8 @@ def non_inferiority(diff: dict[str, Any], margin: float, min_cases: int = 1, min
     if int(diff.get("n", min_cases)) < min_cases:
         return "inconclusive"
     if any(int(v) < min_per_kind for v in (diff.get("n_by_kind") or {}).values()):
+        return "inconclusive"
+    if len(diff.get("ci95") or []) != 2:  # no interval (one case of an unbounded metric)
         return "inconclusive"
     lo, hi = diff["ci95"]
     if lo > -margin:

@@ -31,7 +31,7 @@ from plumbing.recipe_loader import BaseConfig, describe_errors
 
 DEFAULT_ARMS = ("full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", "auto_compact", "micro_auto",
                 "deterministic", "doctrine", "base_slim", "distilled")
-# The reference fold: the doctrine arm answered by the oracle policy whatever the backend
+# The reference fold: the distilled frame answered by the oracle policy whatever the backend
 # (eval.harness.reference_backend); run only where a recipe names it.
 REFERENCE_ARMS = ("oracle",)
 # The seeds' other policies (eval/policies/): run only where a recipe names them.

@@ -212,10 +212,14 @@ def verdict_table(summary: dict[str, Any]) -> list[list[str]] | None:
     for wl, pairs in ni["verdicts"].items():
         for pair, metrics in pairs.items():
             for k, d in metrics.items():
-                lo, hi = d["ci95"]
-                t.append([wl, pair, k, _fmt(d["diff"]), f"[{_fmt(lo)}, {_fmt(hi)}]", str(d["n"]),
+                t.append([wl, pair, k, _fmt(d["diff"]), _interval(d.get("ci95")), str(d["n"]),
                           _kinds(d), d.get("method", "–"), d["verdict"]])
     return t
+
+
+def _interval(ci: Any) -> str:
+    """``[lo, hi]``, or "–" where there is none (one case of an unbounded metric)."""
+    return f"[{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci and len(ci) == 2 else "–"
 
 
 def _kinds(d: dict[str, Any]) -> str:
@@ -330,8 +334,7 @@ def paired_tables(summary: dict[str, Any]) -> dict[str, list[list[str]]]:
         for pair, metrics in pairs.items():
             for k, d in metrics.items():
                 if k in cols:
-                    lo, hi = d["ci95"]
-                    t.append([pair, k, _fmt(d["diff"]), f"[{_fmt(lo)}, {_fmt(hi)}]", str(d["n"]), _kinds(d),
+                    t.append([pair, k, _fmt(d["diff"]), _interval(d.get("ci95")), str(d["n"]), _kinds(d),
                               d.get("method", "–")])
         if len(t) > 1:
             out[wl] = t

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def small(*overrides):
-    return load_config(ROOT / "configs/data/demo.yaml", DataRecipe, [
+    return load_config(ROOT / "configs/data/learn.yaml", DataRecipe, [
         "sources.synthetic.sessions_per_family=1", "replay.windows=[4096]", "replay.gates=[default]",
         "sources.swe_rebench.max_rows=3", *overrides])
 
@@ -185,7 +185,7 @@ def test_out_that_is_a_file_is_one_line_error_before_any_work(tmp_path):
     f = tmp_path / "a-file"
     f.write_text("not a folder")
     for out in (f, f / "data"):
-        p = subprocess.run([sys.executable, "-m", "data_gen", "build", "configs/data/demo.yaml", "--out", str(out)],
+        p = subprocess.run([sys.executable, "-m", "data_gen", "build", "configs/data/learn.yaml", "--out", str(out)],
                            cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert p.returncode == 2, p.stderr[-2000:]
         assert p.stderr == f"error: --out {out}: {f} exists and is not a folder\n" or \

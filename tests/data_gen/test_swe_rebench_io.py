@@ -320,13 +320,13 @@ def test_a_truncated_gz_is_one_rejected_record_and_the_build_goes_on(tmp_path):
                                                        for r in rows[:-1])
     shutil.copy(PARQUET, tmp_path / "b.parquet")  # a later file is still read
     root = Path(__file__).resolve().parents[2]
-    recipe = load_config(root / "configs/data/demo.yaml", DataRecipe,
+    recipe = load_config(root / "configs/data/learn.yaml", DataRecipe,
                          [f"sources.swe_rebench.path={tmp_path}", "sources.swe_rebench.max_rows=null",
                           "sources.synthetic=null"])
     rejects: Counter = Counter()
     sessions = list(collect_sessions(recipe, rejects))
     alone: Counter = Counter()
-    recipe_b = load_config(root / "configs/data/demo.yaml", DataRecipe,
+    recipe_b = load_config(root / "configs/data/learn.yaml", DataRecipe,
                            [f"sources.swe_rebench.path={tmp_path / 'b.parquet'}", "sources.swe_rebench.max_rows=null",
                             "sources.synthetic=null"])
     assert rejects["swe_rebench:truncated_file"] == 1

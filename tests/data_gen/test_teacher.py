@@ -147,7 +147,7 @@ def test_a_build_with_a_broken_teacher_fails_and_counts(teacher, tmp_path):
 
     teacher.reply = {"content": '<tool_call>{"name": "compress", "arguments": {oops'}
     root = Path(__file__).resolve().parents[2]
-    recipe = load_config(root / "configs/data/demo.yaml", DataRecipe, [
+    recipe = load_config(root / "configs/data/learn.yaml", DataRecipe, [
         "sources.synthetic.families=[py_bughunt]", "sources.synthetic.sessions_per_family=1",
         "sources.swe_rebench=null", "replay.windows=[4096]", "replay.gates=[aggressive]",
         "sources.teacher.enabled=true", f"sources.teacher.base_url={teacher.url}",

@@ -59,7 +59,7 @@ def _build(tmp_path, *extra: str):
     from data_gen.recipe import DataRecipe
     from plumbing.recipe_loader import load_config
 
-    recipe = load_config(ROOT / "configs/data/demo.yaml", DataRecipe, [
+    recipe = load_config(ROOT / "configs/data/learn.yaml", DataRecipe, [
         "sources.synthetic.families=[py_bughunt, dep_migration]", "sources.synthetic.sessions_per_family=1",
         "sources.synthetic.steps=8", "sources.swe_rebench=null", "replay.windows=[4096]",
         "replay.gates=[aggressive]", "mixture.shares={}", *extra])
@@ -105,7 +105,7 @@ def test_a_key_pasted_as_a_variable_name_is_refused_without_echo():
     pasted = "sk-proj-" + "Z9y8" * 8
     for override in (f"secret_envs=[{pasted}]", f"sources.teacher.api_key_env={pasted}"):
         with pytest.raises(ConfigError, match="NAME of an environment variable") as err:
-            load_config(ROOT / "configs/data/demo.yaml", DataRecipe, [override])
+            load_config(ROOT / "configs/data/learn.yaml", DataRecipe, [override])
         assert pasted not in str(err.value) and "\n  " in str(err.value) and str(err.value).count("\n") == 1
 
 

@@ -75,7 +75,7 @@ def _teacher_recipe(url: str, *extra: str):
     from data_gen.recipe import DataRecipe
     from plumbing.recipe_loader import load_config
 
-    return load_config(ROOT / "configs/data/demo.yaml", DataRecipe, [
+    return load_config(ROOT / "configs/data/learn.yaml", DataRecipe, [
         "sources.synthetic.families=[dep_migration]", "sources.synthetic.sessions_per_family=1",
         "sources.synthetic.steps=8", "sources.swe_rebench=null", "replay.windows=[4096]",
         "replay.gates=[aggressive]", "mixture.shares={}", "sources.teacher.enabled=true",
