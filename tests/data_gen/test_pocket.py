@@ -71,6 +71,12 @@ def test_a_pocket_build_keeps_every_row_under_the_model_bound(tmp_path):
     table = length_table(rows, tok, choose_template(tok).template)
     assert max(r["max"] for r in table) <= recipe.max_model_tokens
     assert manifest["counts"]["rejects"].get("too_long_model", 0) > 0  # the bound is what keeps it so
+    # list_only nudges: the range and block lists without the example call a small model copies
+    nudges = [m["content"] for r in rows for m in r["messages"][-2:-1]
+              if m["role"] == "user" and m["content"].startswith("[ACP]")]
+    assert nudges and not any("Example: compress(" in t for t in nudges)
+    assert any("Compressible ranges (" in t for t in nudges)
+    assert {p["nudge_style"] for p in manifest["serving_profiles"]} == {"list_only"}
     for r in rows:  # every fold the label writes is one the pocket kernel accepts
         for c in r["messages"][-1].get("tool_calls") or []:
             if c["function"]["name"] == "compress":
@@ -90,3 +96,15 @@ def test_an_adapter_trained_under_pocket_is_served_the_compact_schemas():
     assert "description" in json.dumps([t["function"]["parameters"] for t in full])
     assert "description" not in json.dumps([t["function"]["parameters"] for t in small])
     assert served_tools(doc, "distilled", []) == full  # no profile recorded: the doctrine's own
+
+
+def test_the_demo_curriculum_is_the_pocket_one_at_a_smaller_size():
+    from data_gen.recipe import DataRecipe
+    from plumbing.recipe_loader import load_config
+
+    demo = load_config(ROOT / "configs" / "data" / "demo.yaml", DataRecipe).model_dump()
+    pocket = load_config(ROOT / "configs" / "data" / "pocket.yaml", DataRecipe).model_dump()
+    assert demo["sources"]["synthetic"]["sessions_per_family"] < pocket["sources"]["synthetic"]["sessions_per_family"]
+    for d in (demo, pocket):
+        d["sources"]["synthetic"].pop("sessions_per_family")
+    assert demo == pocket  # same profile, families, bounds, mix and held-out family
