@@ -1,6 +1,6 @@
-"""The demo curriculum as the model sees it: every label is one it could have chosen.
+"""The wide curriculum (configs/data/learn.yaml) as the model sees it: every label is one it could have chosen.
 
-Builds ``configs/data/demo.yaml`` once (about 20 s on 2 cores) and reads the rows back from
+Builds ``configs/data/learn.yaml`` once (about 20 s on 2 cores) and reads the rows back from
 parquet, so what is checked is what training reads.
 """
 
@@ -47,7 +47,7 @@ def build(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo") / "data"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(replay, "replay_session", recording)
-        build_curriculum(load_config(ROOT / "configs/data/demo.yaml", DataRecipe, []), out,
+        build_curriculum(load_config(ROOT / "configs/data/learn.yaml", DataRecipe, []), out,
                          log=lambda *a: None, progress=False)
     return out, ranges
 
