@@ -1,18 +1,22 @@
 """``python -m data_gen``: Build the SFT curriculum: session sources, replay through the kernel, labeling, samples.
 
-Subcommands are registered in COMMANDS as they land (see the README's pipeline table).
+The same commands are ``dtw data``, ``dtw inspect``, ``dtw audit``, ... (``pipeline/dtw.py``).
 """
 
 from __future__ import annotations
 
 import sys
 
-# Subcommand name -> "module:register" (the register function adds the subparser).
-COMMANDS: dict[str, str] = {
-    "build": "data_gen.cli_build:register_build",
-    "inspect": "data_gen.cli_build:register_inspect",
-    "validate-trajectories": "data_gen.cli_trajectories:register",
-    "synthetic": "data_gen.cli_synthetic:register",
+from plumbing.subcommands import Command
+
+COMMANDS: dict[str, Command] = {
+    "build": Command("data_gen.cli_build:add_build", "build an SFT curriculum from a configs/data recipe"),
+    "inspect": Command("data_gen.cli_build:add_inspect",
+                       "print stats and N samples (of one kind) as the model sees them"),
+    "audit": Command("data_gen.cli_build:add_audit", "print the curriculum audit of a data folder (JSON)"),
+    "validate-trajectories": Command("data_gen.cli_trajectories:register",
+                                     "convert recorded trajectories and count rejects by reason"),
+    "synthetic": Command("data_gen.cli_synthetic:register", "write seeded synthetic sessions (JSONL)"),
 }
 
 

@@ -193,12 +193,12 @@ def audit(rows: list[dict]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:  # python -m data_gen.audit DIR
-    import sys
+def main(argv: list[str] | None = None) -> int:  # python -m data_gen.audit DIR (= dtw audit DIR)
+    from data_gen.cli_build import add_audit
+    from plumbing.subcommands import run_command
 
-    args = sys.argv[1:] if argv is None else argv
-    print(json.dumps(audit(read_rows(args[0])), indent=1))
-    return 0
+    return run_command("python -m data_gen.audit", "Print the curriculum audit of a data folder (JSON).",
+                       add_audit, argv)
 
 
 if __name__ == "__main__":

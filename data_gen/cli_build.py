@@ -1,4 +1,4 @@
-"""``python -m data_gen build`` and ``python -m data_gen inspect``."""
+"""``dtw data`` and ``dtw inspect`` (``python -m data_gen build`` and ``python -m data_gen inspect``)."""
 
 from __future__ import annotations
 
@@ -7,29 +7,22 @@ import json
 import sys
 
 
-def register_build(sub) -> None:
-    p = sub.add_parser("build", help="build an SFT curriculum from a configs/data recipe",
-                       description="python -m data_gen build configs/data/demo.yaml --out runs/demo/data [KEY=VALUE ...]")
-    p.add_argument("recipe")
-    p.add_argument("overrides", nargs="*", help="dotted KEY=VALUE overrides, e.g. replay.windows=[8192]")
+def add_build(p) -> None:
+    """``dtw data`` / ``python -m data_gen build RECIPE.yaml --out runs/<name>/data [KEY=VALUE ...]``."""
+    from plumbing.subcommands import recipe_command
+
+    recipe_command(p, "data_gen.recipe:DataRecipe", _build, recipe_help="a configs/data/*.yaml recipe",
+                   overrides_help="dotted KEY=VALUE overrides, e.g. replay.windows=[8192]")
     p.add_argument("--out", help="output folder (runs/<name>/data)")
-    p.add_argument("--print-config", action="store_true")
     p.add_argument("--force", action="store_true",
                    help="rebuild even if a complete manifest exists (needed when the recipe or doctrine changed)")
-    p.set_defaults(func=_build)
 
 
-def _build(args: argparse.Namespace) -> int:
+def _build(args: argparse.Namespace, recipe) -> int:
     from pathlib import Path
 
-    from plumbing.recipe_loader import load_for_cli
     from plumbing.runs import RunFolderError, fingerprint_differences, fingerprint_sha256, out_dir_error, read_manifest
 
-    from .recipe import DataRecipe
-
-    recipe = load_for_cli(args.recipe, DataRecipe, args.overrides, args.print_config)
-    if isinstance(recipe, int):
-        return recipe
     if not args.out:
         print("error: --out runs/<name>/data is required", file=sys.stderr)
         return 2
@@ -59,9 +52,8 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
-def register_inspect(sub) -> None:
-    p = sub.add_parser("inspect", help="print stats and N samples (of one kind) as the model sees them",
-                       description="python -m data_gen inspect runs/demo/data --kind refusal --n 2")
+def add_inspect(p) -> None:
+    """``dtw inspect`` / ``python -m data_gen inspect runs/demo/data --kind refusal --n 2``."""
     p.add_argument("dir", help="a data_gen output folder")
     p.add_argument("--n", type=int, default=2, help="samples to render")
     p.add_argument("--split", default="train")
@@ -197,3 +189,21 @@ def _plain(row: dict) -> str:
         for c in m.get("tool_calls") or []:
             out.append(f"[call {c['function']['name']}] {c['function']['arguments']}")
     return "\n".join(out)
+
+
+def add_audit(p) -> None:
+    """``dtw audit`` / ``python -m data_gen audit runs/demo/data``: what the labels teach (:mod:`data_gen.audit`)."""
+    p.add_argument("dir", help="a data_gen output folder (runs/<name>/data)")
+    p.set_defaults(func=_audit)
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .audit import audit, read_rows
+
+    if not Path(args.dir).is_dir():
+        print(f"error: {args.dir}: no such data folder", file=sys.stderr)
+        return 2
+    print(json.dumps(audit(read_rows(args.dir)), indent=1))
+    return 0

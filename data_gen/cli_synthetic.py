@@ -21,13 +21,12 @@ from pathlib import Path
 __all__ = ["register", "run"]
 
 
-def register(subparsers) -> None:
-    """Add the ``synthetic`` subcommand."""
+def register(p: argparse.ArgumentParser) -> None:
+    """The ``synthetic`` command's arguments (``func=run``)."""
     from .synthetic import ALL_FAMILIES, SessionSize
 
     d = SessionSize()
-    p = subparsers.add_parser("synthetic", help="write seeded synthetic sessions (JSONL)", description=__doc__,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.description = __doc__
     p.add_argument("family", choices=[*ALL_FAMILIES, "all"], help="workload family, or all (the five big ones)")
     p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     p.add_argument("--n", type=int, default=1, help="sessions per family: seeds SEED .. SEED+N-1 (default 1)")

@@ -17,15 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 __all__ = ["register", "run"]
 
 
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``validate-trajectories`` to an argparse subparsers object (``func=run``)."""
-    p = subparsers.add_parser("validate-trajectories", help="convert recorded trajectories and count rejects by reason",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def register(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The ``validate-trajectories`` command's arguments (``func=run``)."""
+    p.description = __doc__
     p.add_argument("path", metavar="PATH", help="parquet / JSONL file, folder, or hub dataset id")
     p.add_argument("--batch-rows", type=int, default=64, metavar="N", help="rows read per page (default 64)")
     p.add_argument("--revision", default=None, help="hub revision (default: the pinned one)")

@@ -8,6 +8,9 @@
     python -m doctrine hash --update          # after editing a section text
     python -m doctrine export-prompt-set --mode distilled out/prompt-set
     python -m doctrine conform ...            # the conformance checker (its own module)
+    python -m doctrine conform-bench --lines 2000
+
+The same commands are ``dtw doctrine show``, ``dtw doctrine hash``, ... (``pipeline/dtw.py``).
 
 Nothing heavy is imported at start-up; ``--tokens`` loads the embedded tokenizer on use.
 """
@@ -19,6 +22,7 @@ import sys
 from pathlib import Path
 
 from doctrine.spec import DoctrineError
+from plumbing.subcommands import Command
 
 TOKENIZER_SPEC = "embedded:smollm2-135m-instruct"
 
@@ -115,27 +119,7 @@ def _add_common(p: argparse.ArgumentParser, overrides: bool = True) -> None:
                        help="allow overriding load-bearing sections (the compression rules)")
 
 
-def _register_conform(sub) -> None:
-    try:
-        from doctrine.conform.cli import register
-    except ImportError:
-        p = sub.add_parser("conform", help="conformance checker (not available in this install)")
-
-        def unavailable(_args: argparse.Namespace) -> int:
-            print("conform: not available", file=sys.stderr)
-            return 2
-
-        p.set_defaults(func=unavailable)
-        return
-    register(sub)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argparse tree: show, hash, export-prompt-set, conform."""
-    parser = argparse.ArgumentParser(prog="python -m doctrine", description="Versioned compression doctrine tools.")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("show", help="print a rendered prompt part")
+def add_show(p: argparse.ArgumentParser) -> None:
     _add_common(p)
     p.add_argument("--mode", choices=["doctrine", "distilled"], default="doctrine")
     p.add_argument("--part", default="system",
@@ -145,32 +129,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", choices=["proxy", "pi"], default="proxy", help="tool-argument shapes for --part tools")
     p.add_argument("--base-prompt", default=None, metavar="FILE", help="host system prompt to prepend")
     p.add_argument("--tokens", action="store_true", help="also print chars and tokens (embedded tokenizer)")
-    p.set_defaults(func=cmd_show)
+    p.set_defaults(func=_guarded(cmd_show))
 
-    p = sub.add_parser("hash", help="print '<version> <sha256>'")
+
+def add_hash(p: argparse.ArgumentParser) -> None:
     _add_common(p, overrides=False)
     p.add_argument("--all", action="store_true", help="every version under --root")
     p.add_argument("--update", action="store_true", help="rewrite the manifest's texts_sha256 after editing texts")
-    p.set_defaults(func=cmd_hash)
+    p.set_defaults(func=_guarded(cmd_hash))
 
-    p = sub.add_parser("export-prompt-set", help="write a mode's texts as an acp-kernel prompt set")
+
+def add_export_prompt_set(p: argparse.ArgumentParser) -> None:
     _add_common(p)
     p.add_argument("--mode", choices=["doctrine", "distilled"], default="distilled")
     p.add_argument("out_dir")
-    p.set_defaults(func=cmd_export)
+    p.set_defaults(func=_guarded(cmd_export))
 
-    _register_conform(sub)
-    return parser
+
+def _guarded(cmd):
+    """``cmd`` with a doctrine error (or an unreadable file) as one line on stderr and exit 1."""
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return int(cmd(args) or 0)
+        except (DoctrineError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    return run
+
+
+COMMANDS: dict[str, Command] = {
+    "show": Command("doctrine.cli:add_show", "print a rendered prompt part"),
+    "hash": Command("doctrine.cli:add_hash", "print '<version> <sha256>'"),
+    "export-prompt-set": Command("doctrine.cli:add_export_prompt_set",
+                                 "write a mode's texts as an acp-kernel prompt set"),
+    "conform": Command("doctrine.conform.cli:register", "score a summary against the source range it replaces"),
+    "conform-bench": Command("doctrine.conform.bench:register", "speed figures for the conformance checker"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (1 for a doctrine error, with the message on stderr)."""
-    args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except DoctrineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:  # e.g. --base-prompt file missing
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    from plumbing.subcommands import run
+
+    return run("python -m doctrine", "Versioned compression doctrine tools.", COMMANDS, argv)

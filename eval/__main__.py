@@ -1,15 +1,21 @@
 """``python -m eval``: Evaluate arms (distilled, doctrine, baselines) on held-out decisions, the Session Marathon and recall probes.
 
-Subcommands are registered in COMMANDS as they land (see the README's pipeline table).
+The same commands are ``dtw eval``, ``dtw report``, ``dtw probes``, ... (``pipeline/dtw.py``).
 """
 
 from __future__ import annotations
 
 import sys
 
-# Subcommand name -> "module:register" (the register function adds the subparser).
-COMMANDS: dict[str, str] = {"run": "eval.cli:register_run", "report": "eval.cli:register_report",
-                            "probes": "eval.cli_probes:register"}
+from plumbing.subcommands import Command
+
+COMMANDS: dict[str, Command] = {
+    "run": Command("eval.cli:register_run", "run (or resume) an eval recipe: RECIPE.yaml --out DIR"),
+    "report": Command("eval.cli:register_report", "build the report of a run: RUN_DIR [--vs OTHER]"),
+    "probes": Command("eval.cli_probes:register",
+                      "recall probes on recorded trajectories: extract questions, report a run"),
+    "fixtures": Command("eval.cli:register_fixtures", "write the seeded held-out fixture rows (JSONL)"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:

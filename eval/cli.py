@@ -1,4 +1,4 @@
-"""``python -m eval run`` and ``python -m eval report`` (registered in ``eval/__main__.py``).
+"""``dtw eval`` and ``dtw report`` (``python -m eval run`` and ``python -m eval report``).
 
 Nothing heavy is imported here: ``--help`` stays fast; backends import torch or vLLM only
 when a run builds them.
@@ -11,23 +11,23 @@ import sys
 from pathlib import Path
 
 
-def register_run(sub) -> None:
-    p = sub.add_parser("run", help="run (or resume) an eval recipe: python -m eval run RECIPE.yaml --out DIR",
-                       description="Run every (arm x case x window x seed) of RECIPE into --out. Finished "
-                                   "cases are skipped on a rerun; manifest.json appears when all are done.")
-    p.add_argument("recipe", help="configs/eval/*.yaml")
-    p.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. seeds=[0,1]")
+def register_run(p) -> None:
+    """``dtw eval`` / ``python -m eval run RECIPE.yaml --out DIR``."""
+    from plumbing.subcommands import recipe_command
+
+    p.description = ("Run every (arm x case x window x seed) of RECIPE into --out. Finished "
+                     "cases are skipped on a rerun; manifest.json appears when all are done.")
+    recipe_command(p, "eval.recipe:EvalRecipe", cmd_run, recipe_help="configs/eval/*.yaml",
+                   overrides_help="dotted key=value overrides, e.g. seeds=[0,1]")
     p.add_argument("--out", help="output folder (runs/<name>/eval); default: the recipe's output")
     p.add_argument("--max-cases", type=int, default=None, help="stop after this many new cases")
-    p.add_argument("--print-config", action="store_true", help="print the resolved recipe and exit")
     p.add_argument("--force", action="store_true",
                    help="discard the cases already in --out (needed when the recipe changed)")
-    p.set_defaults(func=cmd_run)
 
 
-def register_report(sub) -> None:
-    p = sub.add_parser("report", help="build the report of a run: python -m eval report RUN_DIR [--vs OTHER]",
-                       description="Markdown, self-contained HTML and JSON from saved case results.")
+def register_report(p) -> None:
+    """``dtw report`` / ``python -m eval report RUN_DIR [--vs OTHER]``."""
+    p.description = "Markdown, self-contained HTML and JSON from saved case results."
     p.add_argument("run_dir", help="an eval output folder (runs/<name>/eval)")
     p.add_argument("--vs", dest="vs", default=None, help="a second eval folder for a side-by-side")
     p.add_argument("--out", default=None, help="report folder (default: RUN_DIR/../report)")
@@ -35,13 +35,7 @@ def register_report(sub) -> None:
     p.set_defaults(func=cmd_report)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from eval.recipe import EvalRecipe
-    from plumbing.recipe_loader import load_for_cli
-
-    recipe = load_for_cli(args.recipe, EvalRecipe, args.overrides, args.print_config)
-    if isinstance(recipe, int):
-        return recipe
+def cmd_run(args: argparse.Namespace, recipe) -> int:
     out = args.out or recipe.output
     if not out:
         print("error: --out is required (or set output: in the recipe)", file=sys.stderr)
@@ -78,4 +72,23 @@ def cmd_report(args: argparse.Namespace) -> int:
         from eval.glance import print_results
 
         print_results(out)
+    return 0
+
+
+def register_fixtures(p) -> None:
+    """``dtw fixtures OUT.jsonl`` / ``python -m eval fixtures``: the seeded held-out rows of the smoke runs."""
+    p.add_argument("out", help="JSONL file to write (atomically)")
+    p.set_defaults(func=cmd_fixtures)
+
+
+def cmd_fixtures(args: argparse.Namespace) -> int:
+    import json
+
+    from doctrine.spec import resolve_doctrine
+    from eval.workloads.fixtures import held_out_fixture_rows
+    from plumbing.runs import atomic_write_text
+
+    rows = held_out_fixture_rows(resolve_doctrine("v1"))
+    atomic_write_text(args.out, "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows))
+    print(f"{args.out}: {len(rows)} rows")
     return 0

@@ -21,9 +21,9 @@ import tempfile
 from pathlib import Path
 
 
-def register(sub) -> None:
-    p = sub.add_parser("probes", help="recall probes on recorded trajectories: extract questions, report a run",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def register(p: argparse.ArgumentParser) -> None:
+    """The ``probes`` command's actions, ``extract`` and ``report``."""
+    p.description = __doc__
     ps = p.add_subparsers(dest="probes_command", metavar="ACTION")
     e = ps.add_parser("extract", help="write the questions and reference answers of the selected cases")
     e.add_argument("path", help="a .parquet / .jsonl(.gz) file, a folder of them, or a hub dataset id")

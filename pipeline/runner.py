@@ -1,9 +1,9 @@
-"""Run a pipeline recipe stage by stage: ``python -m pipeline RECIPE.yaml``.
+"""Run a pipeline recipe stage by stage: ``dtw run RECIPE.yaml`` (or ``python -m pipeline RECIPE.yaml``).
 
-    python -m pipeline configs/pipeline/demo.yaml            # what `make demo` runs
-    python -m pipeline configs/pipeline/demo.yaml run_name=x  # dotted overrides
-    python -m pipeline configs/pipeline/demo.yaml --print-config
-    python -m pipeline configs/pipeline/demo.yaml --force doctrine  # redo a stage
+    dtw run configs/pipeline/demo.yaml            # what `make demo` runs
+    dtw run configs/pipeline/demo.yaml run_name=x  # dotted overrides
+    dtw run configs/pipeline/demo.yaml --print-config
+    dtw run configs/pipeline/demo.yaml --force doctrine  # redo a stage
 
 Each stage writes into ``runs/<run_name>/<stage>/`` and, last, its ``manifest.json``; a
 stage whose manifest exists is skipped when it was computed from the same inputs, so a
@@ -36,13 +36,7 @@ from pathlib import Path
 
 from eval.glance import print_results
 from pipeline.recipe import PipelineConfig
-from plumbing.recipe_loader import (
-    SCHEMAS,
-    ConfigError,
-    load_config,
-    load_for_cli,
-    split_override_args,
-)
+from plumbing.recipe_loader import SCHEMAS, ConfigError, load_config
 from plumbing.runs import (
     MANIFEST,
     STAGES,
@@ -168,27 +162,28 @@ def _clear_for_rerun(run: RunDir, stage: str) -> None:
 
 
 def stage_command(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
-    """The command line of a stage that runs in its own process (it writes its own manifest)."""
-    py = [sys.executable, "-m"]
+    """The command line of a stage that runs in its own process (it writes its own manifest):
+    ``dtw STAGE ...`` (as ``python -m pipeline.dtw``; stage ``adapter`` is ``dtw export``), and
+    ``accelerate launch -m train ...`` for a training with an accelerate config."""
+    dtw = [sys.executable, "-m", "pipeline.dtw"]
     over = stage_overrides(cfg, stage, run)
     if stage == "data":
-        return py + ["data_gen", "build", _need(cfg.data_recipe, "data_recipe"), "--out", str(run / "data"), *over]
+        return dtw + ["data", _need(cfg.data_recipe, "data_recipe"), "--out", str(run / "data"), *over]
     if stage == "train":
-        recipe = _need(cfg.train_recipe, "train_recipe")
-        args = ["train", recipe, "--out", str(run), *over]
+        args = [_need(cfg.train_recipe, "train_recipe"), "--out", str(run), *over]
         if (run / "train" / "checkpoints").is_dir():
             args.append("--resume")  # an interrupted run continues from its latest checkpoint
         if cfg.accelerate_config:
             return [sys.executable, "-m", "accelerate.commands.launch", "--config_file", cfg.accelerate_config,
-                    "-m", *args]
-        return py + args
+                    "-m", "train", *args]
+        return dtw + ["train", *args]
     if stage == "adapter":
-        return py + ["train", "export", str(run)]
+        return dtw + ["export", str(run)]
     if stage == "eval":
-        return py + ["eval", "run", _need(cfg.eval_recipe, "eval_recipe"), "--out", str(run / "eval"), *over]
+        return dtw + ["eval", _need(cfg.eval_recipe, "eval_recipe"), "--out", str(run / "eval"), *over]
     if stage == "report":
         # --quiet: the pipeline prints the results table itself, once, at the very end.
-        return py + ["eval", "report", str(run / "eval"), "--out", str(run / "report"), "--quiet"]
+        return dtw + ["report", str(run / "eval"), "--out", str(run / "report"), "--quiet"]
     raise ConfigError(f"unknown stage {stage!r}")
 
 
@@ -280,22 +275,18 @@ class StageFailed(RuntimeError):
     pass
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("recipe", help="a configs/pipeline/*.yaml recipe")
-    p.add_argument("overrides", nargs="*", help="dotted KEY=VALUE overrides")
-    p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+def add_run(p: argparse.ArgumentParser) -> None:
+    """``dtw run RECIPE.yaml`` / ``python -m pipeline RECIPE.yaml``."""
+    from plumbing.subcommands import recipe_command
+
+    p.description = __doc__
+    recipe_command(p, "pipeline.recipe:PipelineConfig", _run, recipe_help="a configs/pipeline/*.yaml recipe",
+                   overrides_help="dotted KEY=VALUE overrides")
     p.add_argument("--force", action="append", default=[], metavar="STAGE",
                    help="rerun STAGE and every stage after it, even if complete (needed when their inputs changed)")
-    args, extra = p.parse_known_args(argv)
-    overrides, stray = split_override_args(extra)
-    if stray:
-        p.error(f"unrecognized arguments: {' '.join(stray)}")
-    args.overrides = list(args.overrides or []) + overrides
-    cfg = load_for_cli(args.recipe, PipelineConfig, args.overrides, args.print_config)
-    if isinstance(cfg, int):
-        return cfg
+
+
+def _run(args: argparse.Namespace, cfg: PipelineConfig) -> int:
     try:
         run = run_pipeline(cfg, force=tuple(args.force))
     except (ConfigError, StageFailed) as exc:

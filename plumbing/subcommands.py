@@ -1,33 +1,88 @@
-"""A package CLI whose subcommands register themselves: ``python -m data_gen``, ``python -m eval``.
+"""Every command line of the project is built here, one way: ``dtw`` and ``python -m <package>``.
 
-Each entry of a ``COMMANDS`` dict maps a name to ``"module:function"``; the function adds its
-subparser (with ``func`` set). Modules are imported only to build the parser, and each keeps
-its heavy imports inside its command function, so ``--help`` stays fast.
+A CLI is a table ``{name: Command(target, help)}``. ``target`` is ``"module:function"``: the
+function adds the command's arguments to its parser and sets ``func`` (what runs); or
+``"module:TABLE"``, another table (a group such as ``dtw doctrine show``). Only the command
+being run has its module imported; the others are listed by their help line, so ``--help``
+imports no package and stays fast. A table may name a default command, run when the first
+argument is not a command name (``python -m train RECIPE`` is ``python -m train run RECIPE``).
+
+Commands that read a recipe (``RECIPE.yaml [KEY=VALUE ...] [--print-config]``) are built
+with :func:`recipe_command`, which loads and validates the recipe before the command runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
+from typing import Any
+
+__all__ = ["Command", "build_parser", "import_target", "recipe_command", "run", "run_command"]
 
 
-def build_parser(prog: str, doc: str | None, commands: dict[str, str]) -> argparse.ArgumentParser:
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: ``target`` (``"module:function"`` or ``"module:TABLE"``) and its help line."""
+
+    target: str
+    help: str
+
+
+def import_target(target: str) -> Any:
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _chosen(argv: list[str]) -> str | None:
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _add_commands(parser: argparse.ArgumentParser, commands: dict[str, Command], argv: list[str],
+                  depth: int = 0) -> None:
+    sub = parser.add_subparsers(dest=f"command{depth or ''}", metavar="COMMAND")
+    chosen = _chosen(argv)
+    for name, cmd in commands.items():
+        p = sub.add_parser(name, help=cmd.help, description=cmd.help,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        if name != chosen:
+            continue  # listed by its help line; its module is imported only when it runs
+        target = import_target(cmd.target)
+        if isinstance(target, dict):  # a group: without one of its commands it shows them
+            p.set_defaults(func=lambda _args, p=p: (p.print_help(), 2)[1])
+            _add_commands(p, target, argv[argv.index(name) + 1:], depth + 1)
+        else:
+            target(p)
+
+
+def build_parser(prog: str, doc: str | None, commands: dict[str, Command],
+                 argv: list[str] | tuple[str, ...] = ()) -> argparse.ArgumentParser:
+    """The parser of ``prog``; of the commands only the one ``argv`` names is built in full."""
     p = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     try:
         version = metadata.version("doctrine-to-weights")
     except metadata.PackageNotFoundError:
         version = "unknown"
     p.add_argument("--version", action="version", version=f"%(prog)s {version}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for target in dict.fromkeys(commands.values()):  # one module may register several commands
-        module, _, fn = target.partition(":")
-        getattr(importlib.import_module(module), fn)(sub)
+    _add_commands(p, commands, list(argv))
     return p
 
 
-def run(prog: str, doc: str | None, commands: dict[str, str], argv: list[str] | None = None) -> int:
-    parser = build_parser(prog, doc, commands)
+def run(prog: str, doc: str | None, commands: dict[str, Command], argv: list[str] | None = None,
+        *, default: str | None = None) -> int:
+    """Parse ``argv`` (default: ``sys.argv[1:]``) and run the chosen command; its exit status."""
+    import sys
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if default and argv and not argv[0].startswith("-") and argv[0] not in commands:
+        argv = [default, *argv]
+    parser = build_parser(prog, doc, commands, argv)
+    return _parse_and_run(parser, argv)
+
+
+def _parse_and_run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     # Dotted KEY=VALUE overrides may come after options (`build R.yaml --out X a.b=1`), which
     # argparse cannot interleave with a subcommand's positionals: collect them here.
     from plumbing.recipe_loader import split_override_args
@@ -40,5 +95,38 @@ def run(prog: str, doc: str | None, commands: dict[str, str], argv: list[str] | 
         args.overrides = list(args.overrides or []) + overrides
     if not getattr(args, "func", None):
         parser.print_help()
-        return 0 if not commands else 2
-    return args.func(args)
+        return 2
+    return int(args.func(args) or 0)
+
+
+def recipe_command(p: argparse.ArgumentParser, schema: str, handler: Callable[[argparse.Namespace, Any], int],
+                   *, recipe_help: str = "a recipe YAML under configs/",
+                   overrides_help: str = "dotted KEY=VALUE overrides of the recipe") -> argparse.ArgumentParser:
+    """Make ``p`` a recipe command: ``RECIPE.yaml [KEY=VALUE ...] [--print-config]``. When it runs,
+    the recipe is loaded into ``schema`` (``"module:Class"``, imported then) with the overrides;
+    a bad recipe is a one-line error (exit 2), ``--print-config`` prints it (exit 0), else
+    ``handler(args, recipe)`` runs. Returns ``p`` for the command's own options."""
+    p.add_argument("recipe", help=recipe_help)
+    p.add_argument("overrides", nargs="*", help=overrides_help)
+    p.add_argument("--print-config", action="store_true", help="print the resolved recipe and exit")
+
+    def func(args: argparse.Namespace) -> int:
+        from plumbing.recipe_loader import load_for_cli
+
+        recipe = load_for_cli(args.recipe, import_target(schema), args.overrides, args.print_config)
+        return recipe if isinstance(recipe, int) else handler(args, recipe)
+
+    p.set_defaults(func=func)
+    return p
+
+
+
+def run_command(prog: str, doc: str | None, add: Callable[[argparse.ArgumentParser], None],
+                argv: list[str] | None = None) -> int:
+    """Run a module that is one command (``python -m train.vllm_check RUN``); ``add`` builds its
+    parser, as it does when the command is one of ``dtw``'s."""
+    import sys
+
+    p = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add(p)
+    return _parse_and_run(p, list(sys.argv[1:] if argv is None else argv))

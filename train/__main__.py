@@ -1,12 +1,15 @@
-"""``python -m train``: LoRA SFT runs, adapter export and model tools.
+"""``python -m train``: LoRA SFT runs, adapter export and model tools (also ``dtw train``, ``dtw export``...).
 
-    python -m train configs/train/demo.yaml --out runs/demo [KEY=VALUE ...] [--resume]
+    python -m train configs/train/demo.yaml --out runs/demo [KEY=VALUE ...] [--resume]   (= python -m train run ...)
     accelerate launch --config_file configs/accelerate/cpu.yaml -m train configs/train/demo.yaml --out runs/demo
     python -m train export runs/demo [--merge]
     python -m train model-info embedded:smollm2-135m-instruct
     python -m train model-info HuggingFaceTB/SmolLM2-135M-Instruct@<rev> --json
     python -m train tiny-model /tmp/tiny
     python -m train plan configs/train/gpu_8b.yaml --gpus 8 --gpu-memory 80 [--gpu-flops 989] [--json]
+    python -m train vllm-check runs/demo [--max-tokens 64] [--json]
+
+``run`` is the default command: a first argument that is no command name is a recipe.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+from plumbing.subcommands import Command
 
 
 def _cmd_model_info(args: argparse.Namespace) -> int:
@@ -73,69 +78,52 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return main_plan(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m train", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", required=True)
-    mi = sub.add_parser("model-info", help="resolve a model spec and print what it is")
-    mi.add_argument("spec", help="embedded:NAME, ORG/NAME[@REV] or a local folder")
-    mi.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    mi.set_defaults(func=_cmd_model_info)
-    ex = sub.add_parser("export", help="write runs/<name>/adapter for vLLM serving")
-    ex.add_argument("run", help="the run folder, runs/<name>")
-    ex.add_argument("--merge", action="store_true", help="also write merged full weights (safetensors)")
-    ex.set_defaults(func=_cmd_export)
-    tm = sub.add_parser("tiny-model", help="build the tiny test model into OUT")
-    tm.add_argument("out")
-    tm.add_argument("--layers", type=int, default=2)
-    tm.add_argument("--hidden", type=int, default=64)
-    tm.add_argument("--seed", type=int, default=0)
-    tm.set_defaults(func=_cmd_tiny_model)
-    pl = sub.add_parser("plan", help="per-device memory, fit and step time of a recipe on N GPUs")
-    pl.add_argument("recipe", help="a configs/train/*.yaml recipe")
-    pl.add_argument("overrides", nargs="*", help="dotted KEY=VALUE overrides of the recipe")
-    pl.add_argument("--gpus", type=int, required=True, help="GPUs (processes)")
-    pl.add_argument("--gpu-memory", type=float, required=True, help="memory per GPU, GB")
-    pl.add_argument("--gpu-flops", type=float, default=989.0,
-                    help="dense bf16 TFLOPS per GPU (default 989: H100 SXM)")
-    pl.add_argument("--mfu", type=float, default=0.35, help="model FLOPs utilisation assumed (default 0.35)")
-    pl.add_argument("--sharded", action="store_true",
-                    help="weights sharded over the GPUs (FSDP / ZeRO-3); default replicated (DDP)")
-    pl.add_argument("--target-tokens", type=int, default=256,
-                    help="target (assistant) tokens a sample, for target-only logits and target tokens/s")
-    pl.add_argument("--json", action="store_true", help="print JSON")
-    pl.set_defaults(func=_cmd_plan)
-    return p
+def add_model_info(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", help="embedded:NAME, ORG/NAME[@REV] or a local folder")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_cmd_model_info)
 
 
-SUBCOMMANDS = ("model-info", "tiny-model", "export", "plan")
+def add_export(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="the run folder, runs/<name>")
+    p.add_argument("--merge", action="store_true", help="also write merged full weights (safetensors)")
+    p.set_defaults(func=_cmd_export)
 
 
-def _train_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m train RECIPE.yaml", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_tiny_model(p: argparse.ArgumentParser) -> None:
+    p.add_argument("out")
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_cmd_tiny_model)
+
+
+def add_plan(p: argparse.ArgumentParser) -> None:
     p.add_argument("recipe", help="a configs/train/*.yaml recipe")
-    p.add_argument("overrides", nargs="*", help="dotted KEY=VALUE overrides, e.g. trainer.max_steps=5")
+    p.add_argument("overrides", nargs="*", help="dotted KEY=VALUE overrides of the recipe")
+    p.add_argument("--gpus", type=int, required=True, help="GPUs (processes)")
+    p.add_argument("--gpu-memory", type=float, required=True, help="memory per GPU, GB")
+    p.add_argument("--gpu-flops", type=float, default=989.0,
+                   help="dense bf16 TFLOPS per GPU (default 989: H100 SXM)")
+    p.add_argument("--mfu", type=float, default=0.35, help="model FLOPs utilisation assumed (default 0.35)")
+    p.add_argument("--sharded", action="store_true",
+                   help="weights sharded over the GPUs (FSDP / ZeRO-3); default replicated (DDP)")
+    p.add_argument("--target-tokens", type=int, default=256,
+                   help="target (assistant) tokens a sample, for target-only logits and target tokens/s")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_plan)
+
+
+def add_run(p: argparse.ArgumentParser) -> None:
+    from plumbing.subcommands import recipe_command
+
+    recipe_command(p, "train.recipe:TrainRecipe", _cmd_train, recipe_help="a configs/train/*.yaml recipe",
+                   overrides_help="dotted KEY=VALUE overrides, e.g. trainer.max_steps=5")
     p.add_argument("--out", help="run folder (runs/<name>); outputs go to <out>/train")
     p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
-    p.add_argument("--print-config", action="store_true", help="print the resolved recipe and exit")
-    return p
 
 
-def _cmd_train(argv: list[str]) -> int:
-    from plumbing.recipe_loader import load_for_cli, split_override_args
-
-    from .recipe import TrainRecipe
-
-    parser = _train_parser()
-    args, extra = parser.parse_known_intermixed_args(argv)
-    overrides, stray = split_override_args(extra)
-    if stray:
-        parser.error(f"unrecognized arguments: {' '.join(stray)}")
-    args.overrides = list(args.overrides or []) + overrides
-    recipe = load_for_cli(args.recipe, TrainRecipe, args.overrides, args.print_config)
-    if isinstance(recipe, int):
-        return recipe
+def _cmd_train(args: argparse.Namespace, recipe) -> int:
     if not args.out:
         print("error: --out runs/<name> is required", file=sys.stderr)
         return 2
@@ -168,12 +156,21 @@ def _cmd_train(argv: list[str]) -> int:
     return 0
 
 
+COMMANDS: dict[str, Command] = {
+    "run": Command("train.__main__:add_run", "train a LoRA adapter from a configs/train recipe (the default command)"),
+    "export": Command("train.__main__:add_export", "write runs/<name>/adapter for vLLM serving"),
+    "model-info": Command("train.__main__:add_model_info", "resolve a model spec and print what it is"),
+    "tiny-model": Command("train.__main__:add_tiny_model", "build the tiny test model into OUT"),
+    "plan": Command("train.__main__:add_plan", "per-device memory, fit and step time of a recipe on N GPUs"),
+    "vllm-check": Command("train.vllm_check:register",
+                          "load an exported adapter in a real vLLM engine and generate with it"),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
-        return _cmd_train(argv)
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    from plumbing.subcommands import run
+
+    return run("python -m train", __doc__, COMMANDS, argv, default="run")
 
 
 if __name__ == "__main__":

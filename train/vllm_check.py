@@ -85,10 +85,10 @@ def run_check(run_dir: str | Path, *, max_tokens: int = 64, max_model_len: int =
             "prompt_chars": len(prompt), **results}
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m train.vllm_check", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("run", help="run folder with an exported adapter/ (python -m train export)")
+def register(p: argparse.ArgumentParser) -> None:
+    """The command's arguments (``dtw vllm-check``, ``python -m train vllm-check``, ``python -m train.vllm_check``)."""
+    p.description = __doc__
+    p.add_argument("run", help="run folder with an exported adapter/ (dtw export)")
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--max-model-len", type=int, default=4096)
     p.add_argument("--memory-utilization", type=float,
@@ -96,7 +96,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="vLLM gpu_memory_utilization (on CPU: share of host memory to reserve; "
                         "default $DTW_VLLM_MEMORY or 0.3)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    args = p.parse_args(argv)
+    p.set_defaults(func=_cmd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from plumbing.subcommands import run_command
+
+    return run_command("python -m train.vllm_check", __doc__, register, argv)
+
+
+def _cmd(args: argparse.Namespace) -> int:
     try:
         import vllm  # noqa: F401
     except ImportError:

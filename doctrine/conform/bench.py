@@ -46,11 +46,21 @@ def synthetic_session(lines: int) -> list[dict]:
     ]
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def register(p: argparse.ArgumentParser) -> None:
+    """The command's arguments (``dtw doctrine conform-bench``, ``python -m doctrine.conform.bench``)."""
+    p.description = __doc__
     p.add_argument("--lines", type=int, default=2000)
     p.add_argument("--repeat", type=int, default=5)
-    a = p.parse_args(argv)
+    p.set_defaults(func=bench)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from plumbing.subcommands import run_command
+
+    return run_command("python -m doctrine.conform.bench", __doc__, register, argv)
+
+
+def bench(a: argparse.Namespace) -> int:
     msgs = synthetic_session(a.lines)
     chars = sum(len(m.get("content") or "") for m in msgs)
     items = extract_keep_items(msgs)
@@ -69,7 +79,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"extract_keep_items: {timed(lambda: extract_keep_items(msgs)):.1f} ms")
     print(f"check_summary (doctrine-style, {len(good)} chars): {timed(lambda: check_summary(msgs, good)):.1f} ms")
     print(f"check_summary (pasted log, {len(pasted)} chars): {timed(lambda: check_summary(msgs, pasted)):.1f} ms")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -23,10 +23,9 @@ class InputError(ValueError):
     """Unreadable input; the message names the file (and line)."""
 
 
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``conform`` subcommand to an argparse subparsers object (``func=run``)."""
-    p = subparsers.add_parser("conform", help="score a summary against the source range it replaces",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def register(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The ``conform`` command's arguments (``func=run``)."""
+    p.description = __doc__
     p.add_argument("--source", required=True, metavar="SRC.jsonl", help="source messages, one JSON object per line")
     p.add_argument("--summary", required=True, metavar="SUMMARY.md", help="the summary text")
     p.add_argument("--tier", type=int, choices=[1, 2, 3], default=1, help="block tier (default 1)")

@@ -141,20 +141,12 @@ def held_out_fixture_rows(doctrine: Any) -> list[dict[str, Any]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    import sys
+def main(argv: list[str] | None = None) -> int:  # python -m eval.workloads.fixtures OUT.jsonl (= dtw fixtures)
+    from eval.cli import register_fixtures
+    from plumbing.subcommands import run_command
 
-    from doctrine.spec import resolve_doctrine
-    from plumbing.runs import atomic_write_text
-
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m eval.workloads.fixtures OUT.jsonl", file=sys.stderr)
-        return 2
-    rows = held_out_fixture_rows(resolve_doctrine("v1"))
-    atomic_write_text(args[0], "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows))
-    print(f"{args[0]}: {len(rows)} rows")
-    return 0
+    return run_command("python -m eval.workloads.fixtures", "Write the seeded held-out fixture rows (JSONL).",
+                       register_fixtures, argv)
 
 
 if __name__ == "__main__":

@@ -116,14 +116,10 @@ def test_export_prompt_set_roundtrip(capsys, tmp_path):
     assert rc == 1 and "how-to-compress" in err
 
 
-def test_conform_fallback_when_module_missing(capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "doctrine.conform.cli", None)  # makes the import raise ImportError
-    rc, _, err = run(capsys, "conform")
-    assert rc == 2 and "conform: not available" in err
-
-
 def test_help_is_fast_and_imports_no_torch():
-    code = "import sys; from doctrine.cli import build_parser; build_parser(); print('torch' in sys.modules, 'transformers' in sys.modules)"
+    code = ("import sys; from doctrine.cli import COMMANDS; from plumbing.subcommands import build_parser; "
+            "[build_parser('d', None, COMMANDS, [name]) for name in COMMANDS]; "
+            "print('torch' in sys.modules, 'transformers' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.split() == ["False", "False"]
     proc = subprocess.run([sys.executable, "-m", "doctrine", "--help"], capture_output=True, text=True)
@@ -135,8 +131,13 @@ def test_unknown_version(capsys):
     assert rc == 1 and "v42" in err
 
 
-@pytest.mark.parametrize("argv", [["show", "--part", "bogus"], ["show", "--mode", "slim"], []])
+@pytest.mark.parametrize("argv", [["show", "--part", "bogus"], ["show", "--mode", "slim"]])
 def test_usage_errors_exit_2(argv):
     with pytest.raises(SystemExit) as exc:
         cli.main(argv)
     assert exc.value.code == 2
+
+
+def test_no_command_prints_the_commands_and_exits_2(capsys):
+    assert cli.main([]) == 2
+    assert "export-prompt-set" in capsys.readouterr().out

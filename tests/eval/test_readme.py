@@ -25,10 +25,8 @@ def test_the_promised_sections_are_there(sections):
 
 
 def _flags(register) -> set[str]:
-    parser = argparse.ArgumentParser()
-    register(parser.add_subparsers())
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    (p,) = sub.choices.values()
+    p = argparse.ArgumentParser()
+    register(p)
     return {s for a in p._actions for s in a.option_strings if s.startswith("--") and s != "--help"}
 
 

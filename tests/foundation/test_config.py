@@ -221,11 +221,11 @@ def test_recursive_alias_is_refused(tmp_path):
         load_config(write(tmp_path, "model: m\ntrainer:\n  extra: &e {self: *e}\n"), Recipe)
 
 
-@pytest.mark.parametrize("cli", [["data_gen", "build"], ["eval", "run"], ["train"], ["pipeline"]])
+@pytest.mark.parametrize("cli", [["data_gen", "build"], ["eval", "run"], ["train"], ["pipeline"], ["pipeline.dtw", "run"]])
 def test_binary_recipe_is_one_line_error_from_every_cli(tmp_path, project_root, cli):
     p = tmp_path / "recipe.yaml"
     p.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
-    out_arg = [] if cli == ["pipeline"] else ["--out", str(tmp_path / "out")]
+    out_arg = [] if cli[0].startswith("pipeline") else ["--out", str(tmp_path / "out")]
     out = subprocess.run([sys.executable, "-m", *cli, str(p), *out_arg],
                          capture_output=True, text=True, cwd=project_root, timeout=120)
     assert out.returncode == 2, out.stderr
@@ -237,7 +237,7 @@ def test_binary_recipe_is_one_line_error_from_every_cli(tmp_path, project_root, 
     ("train.__main__", ["configs/train/demo.yaml", "--print-config", "--trainer.max_steps=3"], "max_steps: 3"),
     ("data_gen.__main__", ["build", "configs/data/demo.yaml", "--print-config", "--shard_rows=7"], "shard_rows: 7"),
     ("eval.__main__", ["run", "configs/eval/smoke.yaml", "--print-config", "--max_tokens=123"], "max_tokens: 123"),
-    ("pipeline.runner", ["configs/pipeline/demo.yaml", "--print-config", "--run_name=try2"], "run_name: try2"),
+    ("pipeline.__main__", ["configs/pipeline/demo.yaml", "--print-config", "--run_name=try2"], "run_name: try2"),
 ])
 def test_a_leading_double_dash_on_an_override_is_accepted_by_every_cli(project_root, monkeypatch, capsys,
                                                                        module, argv, shown):

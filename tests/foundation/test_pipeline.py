@@ -30,12 +30,15 @@ def test_doctrine_stage_runs_once_and_is_skipped_after(project_root, tmp_path):
 def test_stage_commands_are_the_documented_ones(project_root, tmp_path):
     cfg = load_config(project_root / "configs/pipeline/demo.yaml", PipelineConfig)
     run = tmp_path / "demo"
-    assert stage_command(cfg, "data", run)[2:5] == ["data_gen", "build", "configs/data/demo.yaml"]
+    assert stage_command(cfg, "data", run)[2:5] == ["pipeline.dtw", "data", "configs/data/demo.yaml"]
     train = stage_command(cfg, "train", run)
     assert "--resume" not in train and f"data.dir={run / 'data'}" in train
     (run / "train" / "checkpoints").mkdir(parents=True)
     assert "--resume" in stage_command(cfg, "train", run)  # an interrupted run resumes
-    assert stage_command(cfg, "adapter", run)[2:] == ["train", "export", str(run)]
+    assert stage_command(cfg, "adapter", run)[2:] == ["pipeline.dtw", "export", str(run)]
+    assert stage_command(cfg, "report", run)[2:4] == ["pipeline.dtw", "report"]
+    accelerate = stage_command(cfg.model_copy(update={"accelerate_config": "configs/accelerate/cpu.yaml"}), "train", run)
+    assert accelerate[accelerate.index("-m", 3):][:3] == ["-m", "train", cfg.train_recipe]  # accelerate launch -m train
     with pytest.raises(ConfigError, match="eval_recipe"):
         stage_command(cfg.model_copy(update={"eval_recipe": None}), "eval", run)
 

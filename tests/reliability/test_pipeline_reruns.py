@@ -110,7 +110,7 @@ def test_an_interrupted_training_resumes_only_when_nothing_changed(tmp_path, mon
     real = subprocess.run
 
     def fake(cmd, *a, **kw):  # the train stage: interrupted after a checkpoint, then finishing
-        if cmd[2] != "train":
+        if cmd[2:4] != ["pipeline.dtw", "train"]:
             return real(cmd, *a, **kw)
         calls.append(cmd)
         stage = tmp_path / "runs" / "r" / "train"

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    register(parser.add_subparsers(dest="command"))
+    register(parser.add_subparsers(dest="command").add_parser("conform"))
     return parser.parse_args(["conform", *argv])
 
 
