@@ -21,7 +21,13 @@ def add_build(p) -> None:
 def _build(args: argparse.Namespace, recipe) -> int:
     from pathlib import Path
 
-    from plumbing.runs import RunFolderError, fingerprint_differences, fingerprint_sha256, out_dir_error, read_manifest
+    from plumbing.runs import (
+        RunFolderError,
+        fingerprint_differences,
+        fingerprint_sha256,
+        out_dir_error,
+        read_manifest,
+    )
 
     if not args.out:
         print("error: --out runs/<name>/data is required", file=sys.stderr)

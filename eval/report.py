@@ -44,6 +44,7 @@ from plumbing.runs import (
     out_dir_error,
     read_manifest,
     run_folder_error,
+    stage_dir,
     write_manifest,
 )
 
@@ -522,7 +523,7 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
     summary = summarise_run(run_dir)
     other = summarise_run(vs) if vs else None
     flag = "--out" if out else "report folder"
-    out = Path(out) if out else (run_dir.parent / "report" if run_dir.name == "eval" else run_dir / "report")
+    out = Path(out) if out else (stage_dir(run_dir.parent, "report") if run_dir.name == "eval" else run_dir / "report")
     if problem := out_dir_error(out, flag) or run_folder_error(out, "report", flag=flag):
         raise ReportError(problem)
     claim_run_folder(out, "report", flag=flag)  # a folder of the user's is refused above, untouched

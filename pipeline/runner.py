@@ -49,6 +49,7 @@ from plumbing.runs import (
     fingerprint_sha256,
     manifest_content_sha256,
     redact_secrets,
+    stage_dir,
     write_manifest,
 )
 
@@ -85,9 +86,10 @@ def stage_overrides(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
     if stage == "data":
         return [f"doctrine_version={cfg.doctrine_version}"]
     if stage == "train":
-        return [f"data.dir={run / 'data'}", f"model.spec={cfg.model}"]
+        return [f"data.dir={stage_dir(run, 'data')}", f"model.spec={cfg.model}"]
     if stage == "eval":
-        return [f"data_dir={run / 'data'}", f"backend.adapter_dir={run / 'adapter'}", f"backend.model={cfg.model}",
+        return [f"data_dir={stage_dir(run, 'data')}", f"backend.adapter_dir={stage_dir(run, 'adapter')}",
+                f"backend.model={cfg.model}",
                 f"doctrine_version={cfg.doctrine_version}"]
     return []
 
@@ -168,10 +170,10 @@ def stage_command(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
     dtw = [sys.executable, "-m", "pipeline.dtw"]
     over = stage_overrides(cfg, stage, run)
     if stage == "data":
-        return dtw + ["data", _need(cfg.data_recipe, "data_recipe"), "--out", str(run / "data"), *over]
+        return dtw + ["data", _need(cfg.data_recipe, "data_recipe"), "--out", str(stage_dir(run, "data")), *over]
     if stage == "train":
         args = [_need(cfg.train_recipe, "train_recipe"), "--out", str(run), *over]
-        if (run / "train" / "checkpoints").is_dir():
+        if (stage_dir(run, "train") / "checkpoints").is_dir():
             args.append("--resume")  # an interrupted run continues from its latest checkpoint
         if cfg.accelerate_config:
             return [sys.executable, "-m", "accelerate.commands.launch", "--config_file", cfg.accelerate_config,
@@ -180,10 +182,10 @@ def stage_command(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
     if stage == "adapter":
         return dtw + ["export", str(run)]
     if stage == "eval":
-        return dtw + ["eval", _need(cfg.eval_recipe, "eval_recipe"), "--out", str(run / "eval"), *over]
+        return dtw + ["eval", _need(cfg.eval_recipe, "eval_recipe"), "--out", str(stage_dir(run, "eval")), *over]
     if stage == "report":
         # --quiet: the pipeline prints the results table itself, once, at the very end.
-        return dtw + ["report", str(run / "eval"), "--out", str(run / "report"), "--quiet"]
+        return dtw + ["report", str(stage_dir(run, "eval")), "--out", str(stage_dir(run, "report")), "--quiet"]
     raise ConfigError(f"unknown stage {stage!r}")
 
 
@@ -293,5 +295,5 @@ def _run(args: argparse.Namespace, cfg: PipelineConfig) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"run folder: {run.root}", flush=True)
-    print_results(run.root / "report")
+    print_results(run.stage("report"))
     return 0

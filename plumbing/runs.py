@@ -1,10 +1,13 @@
 """Run directories, atomic artifact writes and stage manifests.
 
-Layout: ``runs/<name>/<stage>/`` with stage one of :data:`STAGES`. A stage writes its
-files (each atomically) and then, last, ``manifest.json``. A present, parseable manifest
-means the stage is complete; a rerun skips it. Later stages only read earlier artifacts
-and record the sha256 of the manifests they read, so a report can be traced back to the
-exact data, adapter and doctrine it came from.
+Layout: ``runs/<name>/<stage>/`` with stage one of :data:`STAGES`. The stages hand over
+through these folders: a stage writes its files (each atomically) and then, last,
+``runs/<name>/<stage>/manifest.json``; a later stage finds its inputs in the folder of the
+stage before it, which :func:`stage_dir` names (the one place the path is built; the
+pipeline passes those folders to each stage command). A present, parseable manifest means
+the stage is complete; a rerun skips it. Later stages only read earlier artifacts and record
+the sha256 of the manifests they read, so a report can be traced back to the exact data,
+adapter and doctrine it came from.
 
 The run-folder guard (:func:`claim_run_folder`) is the one rule every stage applies before
 it writes: a stage writes only into a new or empty folder or one it marked as its own, never
@@ -60,6 +63,7 @@ __all__ = [
     "secret_values",
     "short_value",
     "stage_complete",
+    "stage_dir",
     "write_manifest",
 ]
 
@@ -346,6 +350,15 @@ def write_manifest(
     return atomic_write_json(Path(stage_dir) / MANIFEST, manifest)
 
 
+def stage_dir(run: str | Path, stage: str) -> Path:
+    """``<run>/<stage>``: the folder ``stage`` writes (its ``manifest.json`` last) and where the
+    stages after it find its output; ``run`` is ``runs/<name>``. Every stage and the pipeline
+    build the path here."""
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+    return Path(run) / stage
+
+
 @dataclass(frozen=True)
 class RunDir:
     """``<runs_dir>/<name>``: one folder per run, one subfolder per stage."""
@@ -359,9 +372,7 @@ class RunDir:
         return cls(root)
 
     def stage(self, stage: str) -> Path:
-        if stage not in STAGES:
-            raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
-        return self.root / stage
+        return stage_dir(self.root, stage)
 
     def complete(self, stage: str) -> bool:
         return stage_complete(self.stage(stage))

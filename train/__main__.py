@@ -128,9 +128,8 @@ def _cmd_train(args: argparse.Namespace, recipe) -> int:
         print("error: --out runs/<name> is required", file=sys.stderr)
         return 2
     import os
-    from pathlib import Path
 
-    from plumbing.runs import RunFolderError, claim_run_folder
+    from plumbing.runs import RunFolderError, claim_run_folder, stage_dir
 
     from .data import DataError
     from .sft import NonFiniteTraining, run_training
@@ -140,7 +139,7 @@ def _cmd_train(args: argparse.Namespace, recipe) -> int:
         # the same time sees the first one's marker half-written (its temp file, no marker
         # yet) and refuses the folder. The others write nothing there before it has.
         if os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("RANK", "0") == "0":
-            claim_run_folder(Path(args.out) / "train", "train", writes=("checkpoints", "final"),
+            claim_run_folder(stage_dir(args.out, "train"), "train", writes=("checkpoints", "final"),
                              legacy=("checkpoints", "final"))
     except RunFolderError as exc:
         print(f"error: {exc}", file=sys.stderr)

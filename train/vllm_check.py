@@ -53,9 +53,10 @@ def run_check(run_dir: str | Path, *, max_tokens: int = 64, max_model_len: int =
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
 
+    from plumbing.runs import stage_dir
     from plumbing.tool_format import parse_assistant_text
 
-    adapter_dir = Path(run_dir) / "adapter"
+    adapter_dir = stage_dir(run_dir, "adapter")
     manifest = json.loads((adapter_dir / "manifest.json").read_text())
     info = manifest["adapter"]
     base = info["base_model"]["path"]

@@ -105,3 +105,12 @@ def test_a_literal_key_in_a_config_never_reaches_the_manifest(tmp_path, monkeypa
                                                   "headers": {"Authorization": "***"}}
     assert m["command"][3] == "backend.settings.auth=***" and m["backend"]["note"] == "sent ***"
     assert redact_secrets("HTTP 401: bad token Bearer sk-other-3") == "HTTP 401: bad token Bearer ***"
+
+
+def test_stage_dir_is_the_hand_over_folder(tmp_path):
+    from plumbing.runs import STAGES, RunDir, stage_dir
+
+    assert [stage_dir(tmp_path, s) for s in STAGES] == [RunDir(tmp_path).stage(s) for s in STAGES]
+    assert str(stage_dir("runs/demo", "adapter")) == os.path.join("runs", "demo", "adapter")
+    with pytest.raises(ValueError, match="unknown stage 'export'"):
+        stage_dir(tmp_path, "export")
