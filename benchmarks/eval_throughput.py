@@ -104,7 +104,7 @@ def held_out_requests(data: Path, split: str, count: int, model: str | None = No
     from doctrine.spec import load_doctrine
     from eval.backends.oracle import OracleBackend
     from eval.workloads.base import RunContext
-    from eval.workloads.held_out import KERNEL_TOOL_NAMES, load_rows, run_row
+    from eval.workloads.held_out.workload import KERNEL_TOOL_NAMES, load_rows, run_row
 
     rows = load_rows(data, split)
     seen: list[Any] = []
@@ -163,7 +163,7 @@ def run_backend(name: str, model: str, cases: list, max_tokens: int) -> dict[str
     texts: list[str] = []
     prompt = gen = 0
     if name == "hf-score":
-        from eval.workloads.decision_scoring import score_decision
+        from eval.workloads.held_out.decision_scoring import score_decision
 
         for req, label, tools in cases:
             m = score_decision(be, req, label, tools)

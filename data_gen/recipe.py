@@ -156,7 +156,7 @@ class Split(BaseConfig):
         return self
 
 
-# Eval workloads whose cases mirror a synthetic family (eval.workloads.marathon runs the
+# Eval workloads whose cases mirror a synthetic family (eval.workloads.marathon.tasks runs the
 # ts_repo library task): a curriculum that trains on that family leaks the eval.
 EVAL_MIRRORS: dict[str, tuple[str, ...]] = {"marathon": ("ts_repo",)}
 

@@ -1,6 +1,6 @@
 """How a reader judges an assistant reply: its form, and whether it is a decline the doctrine allows.
 
-:func:`reply_form` is what the evaluation scores a reply by (``eval.workloads.held_out``);
+:func:`reply_form` is what the evaluation scores a reply by (``eval.workloads.held_out.workload``);
 the teacher source (``data_gen.sources.teacher``) keeps a reply only in a form this module
 accepts, so a teacher label is held to the same reading as a model's answer:
 

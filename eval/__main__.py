@@ -12,7 +12,7 @@ from plumbing.subcommands import Command
 COMMANDS: dict[str, Command] = {
     "run": Command("eval.cli:register_run", "run (or resume) an eval recipe: RECIPE.yaml --out DIR"),
     "report": Command("eval.cli:register_report", "build the report of a run: RUN_DIR [--vs OTHER]"),
-    "probes": Command("eval.cli_probes:register",
+    "probes": Command("eval.workloads.probes.cli:register",
                       "recall probes on recorded trajectories: extract questions, report a run"),
     "fixtures": Command("eval.cli:register_fixtures", "write the seeded held-out fixture rows (JSONL)"),
 }

@@ -148,7 +148,7 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
         if wl in SESSION_WORKLOADS:
             entry["series"] = _series(arms)
         if wl == "probes":
-            from eval.workloads.probes_workload import probe_report
+            from eval.workloads.probes.workload import probe_report
 
             # Accuracy by question kind and against the full-history arm, per question.
             entry["recall"] = probe_report([r for rs in arms.values() for r in rs])

@@ -39,7 +39,7 @@ COMMANDS: dict[str, Command] = {
     "synthetic": Command("data_gen.cli_synthetic:register", "write seeded synthetic sessions (JSONL)"),
     "validate-trajectories": Command("data_gen.cli_trajectories:register",
                                      "convert recorded trajectories and count rejects by reason"),
-    "probes": Command("eval.cli_probes:register", "recall probes on recorded trajectories: extract, report"),
+    "probes": Command("eval.workloads.probes.cli:register", "recall probes on recorded trajectories: extract, report"),
     "fixtures": Command("eval.cli:register_fixtures", "write the seeded held-out fixture rows (JSONL)"),
     "model-info": Command("train.__main__:add_model_info", "resolve a model spec and print what it is"),
     "tiny-model": Command("train.__main__:add_tiny_model", "build the tiny test model into OUT"),

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from eval.workloads.agentic import AgenticWorkload
 from eval.workloads.base import Case, RunContext
-from eval.workloads.held_out import HeldOutWorkload
-from eval.workloads.marathon_workload import MarathonWorkload
-from eval.workloads.probes_workload import ProbesWorkload
+from eval.workloads.held_out.workload import HeldOutWorkload
+from eval.workloads.marathon.workload import MarathonWorkload
+from eval.workloads.probes.workload import ProbesWorkload
 from eval.workloads.scripted import ScriptedWorkload
 
 WORKLOADS = {"held_out": HeldOutWorkload, "scripted": ScriptedWorkload,

@@ -29,8 +29,8 @@ from pydantic import Field
 from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
 from eval.policies.tools import tool_counts
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
-from eval.workloads.fake_ts_repo import TsRepo
-from eval.workloads.marathon import marathon_with_repos, run_tool
+from eval.workloads.marathon.ts_repo import TsRepo
+from eval.workloads.marathon.tasks import marathon_with_repos, run_tool
 from plumbing.chat_backend import Request, prompt_text
 from plumbing.recipe_loader import BaseConfig
 

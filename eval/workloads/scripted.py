@@ -15,7 +15,7 @@ Per case: calls, billed tokens, mean/peak context, compressions succeeded/attemp
 re-fetches (a task step uses a fact that is in neither a raw message nor a summary in the
 visible context), probe accuracy (share of the probe's facts quoted exactly) and evidence
 survival (share of the probe's facts visible when it is asked). The Session Marathon
-(``marathon_workload``) runs its one long session on this driver too.
+(``eval.workloads.marathon.workload``) runs its one long session on this driver too.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Held-out replies scored by applying them to the row's kernel state (eval.workloads.applied)."""
+"""Held-out replies scored by applying them to the row's kernel state (eval.workloads.held_out.applied)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from eval.backends.oracle import OracleBackend
 from eval.workloads.base import RunContext
 from eval.workloads.fixtures import held_out_fixture_rows
-from eval.workloads.held_out import load_rows, rebuild_row, run_row
+from eval.workloads.held_out.workload import load_rows, rebuild_row, run_row
 
 FIXTURE = Path(__file__).resolve().parents[2] / "configs" / "eval" / "fixtures" / "held_out"
 

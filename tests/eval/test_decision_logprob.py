@@ -9,7 +9,7 @@ import pytest
 
 from eval.backends import make_backend
 from eval.backends.hf_score import continuation_ids
-from eval.workloads.decision_scoring import DECLINE, alternatives, score_decision
+from eval.workloads.held_out.decision_scoring import DECLINE, alternatives, score_decision
 from plumbing.chat_backend import Request
 
 TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file.",

@@ -10,7 +10,7 @@ from doctrine.prompt_render import EXAMPLE_VIEWS, render_nudge, render_system_pr
 from eval.backends.oracle import OracleBackend
 from eval.workloads.base import RunContext
 from eval.workloads.fixtures import held_out_rows
-from eval.workloads.held_out import HeldOutWorkload, classify, load_rows, run_row
+from eval.workloads.held_out.workload import HeldOutWorkload, classify, load_rows, run_row
 from eval.workloads.nudges import parse_nudge, rerender_context
 
 
@@ -153,7 +153,7 @@ def test_classify():
 
 
 def test_a_plain_reply_is_not_a_free_pass():
-    from eval.workloads.held_out import decision_correct
+    from eval.workloads.held_out.workload import decision_correct
 
     act = {"tool_calls": [{"function": {"name": "bash", "arguments": "{}"}}]}
     plain = {"content": "Continuing with the task."}
@@ -165,7 +165,7 @@ def test_a_plain_reply_is_not_a_free_pass():
 
 
 def test_select_rows_per_kind_and_window():
-    from eval.workloads.held_out import select_rows
+    from eval.workloads.held_out.workload import select_rows
 
     rows = [{"meta": {"kind": k, "window": w, "n": i}} for i, (k, w) in enumerate(
         [("ordinary", 2048), ("emergency", 2048), ("ordinary", 2048), ("refusal", 4096), ("emergency", 4096),

@@ -10,7 +10,7 @@ import pytest
 from eval.backends.oracle import OracleBackend
 from eval.workloads import WORKLOADS
 from eval.workloads.base import RunContext
-from eval.workloads.probes_workload import probe_report
+from eval.workloads.probes.workload import probe_report
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests/data_gen/fixtures/swe_rebench/trajectories.parquet"

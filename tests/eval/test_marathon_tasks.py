@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from data_gen.synthetic import approx_tokens
-from eval.workloads.marathon import (
+from eval.workloads.marathon.tasks import (
     DEPS,
     PROBES,
     SIZES,
@@ -15,7 +15,7 @@ from eval.workloads.marathon import (
     marathon_with_repos,
     phase_checks,
 )
-from eval.workloads.marathon_workload import grade_items, item_correct, marathon_grades
+from eval.workloads.marathon.workload import grade_items, item_correct, marathon_grades
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from data_gen.sources.swe_rebench import convert_row
-from eval.workloads.probes import (
+from eval.workloads.probes.cases import (
     executions,
     extract_questions,
     judge,
@@ -114,7 +114,7 @@ def test_errors_printed_by_the_agents_own_scripts():
               "FAILED tests/test_a.py::test_two: AttributeError: 'Conf' object has no attribute 'x'\n"
               "[Command finished with exit code 1]")
     assert _kinds(_row(runner))["first_error"].answer == "AttributeError: 'Conf' object has no attribute 'x'"
-    from eval.workloads.probes import executions
+    from eval.workloads.probes.cases import executions
 
     conv = _row(own)
     assert "[Command finished" not in executions(conv.messages)[0].output

@@ -34,8 +34,8 @@ from pydantic import Field
 from doctrine.conform import check_summary
 from eval.arms import ARMS, SUMMARY_PROMPT
 from eval.workloads.base import Case, RunContext
-from eval.workloads.marathon import SIZES, MarathonSize, marathon_session, marathon_with_repos
-from eval.workloads.marathon_agentic import run_agentic_marathon
+from eval.workloads.marathon.tasks import SIZES, MarathonSize, marathon_session, marathon_with_repos
+from eval.workloads.marathon.driver import run_agentic_marathon
 from eval.workloads.scripted import DecisionSettings, decision_settings, run_session
 from plumbing.chat_backend import Backend, Completion, Request
 
@@ -225,7 +225,7 @@ class MarathonSettings(DecisionSettings):
     extra_tests: int | None = Field(None, ge=0)
     max_tasks: int | None = Field(None, ge=0)  # 0: the whole marathon
     # scripted: task actions replayed, the model decides compressions and answers probes (cheap);
-    # agentic: the model performs every task through the editor and toolchain (marathon_agentic)
+    # agentic: the model performs every task through the editor and toolchain (marathon.driver)
     driver: Literal["scripted", "agentic"] = "scripted"
     max_turns: int = Field(12, ge=1)  # agentic: model calls per task
 

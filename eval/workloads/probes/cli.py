@@ -60,7 +60,7 @@ def _atomic_write(path: Path, text: str) -> None:
 
 def cmd_extract(args: argparse.Namespace) -> int:
     from data_gen.sources.swe_rebench import TrajectorySourceError
-    from eval.workloads.probes import KINDS, select_cases
+    from eval.workloads.probes.cases import KINDS, select_cases
 
     filters: dict = {"limit": args.limit, "skip": args.skip, "min_messages": args.min_messages,
                      "min_questions": args.min_questions, "one_per_repo": args.one_per_repo}
@@ -89,7 +89,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from eval.harness import CaseFileError, load_results
-    from eval.workloads.probes_workload import probe_report
+    from eval.workloads.probes.workload import probe_report
 
     run_dir = Path(args.run_dir)
     if not (run_dir / "cases").is_dir():

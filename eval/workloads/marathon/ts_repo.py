@@ -1,6 +1,6 @@
 """An in-memory TypeScript repository with a deterministic fake ``tsc`` and ``jest``.
 
-The Session Marathon (``eval.workloads.marathon``) runs every scripted action through this
+The Session Marathon (``eval.workloads.marathon.tasks``) runs every scripted action through this
 repository, so the tool outputs of a scripted session are exactly what the agentic driver
 (``eval.workloads.agentic``) would see for the same actions. Nothing here touches a disk
 or a process: ``TsRepo`` is a dict of files plus the behaviour of its tests.

@@ -9,7 +9,7 @@ Rows are ``{messages, tools, meta}`` as data_gen writes them, read from
 Scores per row: decision kind (compress / refuse / recover / ordinary) against the label,
 tool-call validity, overlap with the label's ranges, prompt tokens (total and spent on
 doctrine text) and, for a row that records its kernel input, what the kernel did with the
-reply (``eval.workloads.applied``): range validity, kernel errors and warnings, the
+reply (``eval.workloads.held_out.applied``): range validity, kernel errors and warnings, the
 conformance (``doctrine.conform``) of each block's summary against what the kernel folded,
 and whether a recovery reached a needed block. Older rows resolve ranges from their refs. The oracle backend answers with the
 label itself: it is the upper reference and checks the scoring end to end.
@@ -38,9 +38,9 @@ from doctrine.request import request_frame
 from doctrine.snapshot import rebuild
 from eval.arms import ARM_INFO
 from eval.metrics import range_overlap, ref_interval
-from eval.workloads.applied import apply_compress, apply_recovery
+from eval.workloads.held_out.applied import apply_compress, apply_recovery
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
-from eval.workloads.decision_scoring import score_decision
+from eval.workloads.held_out.decision_scoring import score_decision
 from eval.workloads.nudges import rerender_context
 from plumbing.chat_backend import Request
 from plumbing.recipe_loader import BaseConfig
@@ -306,7 +306,7 @@ def _conformance(out: dict[str, Any], checks: list[tuple[Any, str, int]], doctri
 
 
 def _score_applied(out: dict[str, Any], reply: dict[str, Any], rebuilt: Any, doctrine: Any) -> None:
-    """Compress scores from the kernel's own application of the reply (see eval.workloads.applied)."""
+    """Compress scores from the kernel's own application of the reply (see eval.workloads.held_out.applied)."""
     applied = apply_compress(rebuilt, reply)
     out["range_valid"] = bool(applied.ranges) and not applied.errors and len(applied.blocks) == applied.ranges
     out["kernel_errors"] = len(applied.errors)
@@ -486,7 +486,7 @@ class HeldOutSettings(BaseConfig):
     # The generation cap of these calls when it differs from the recipe's max_tokens: a whole
     # compress call needs ~300-650 tokens, while the marathon's decisions do with fewer.
     max_tokens: int | None = Field(None, ge=1)
-    # Teacher-forced decision scores beside the generated reply (eval.workloads.decision_scoring):
+    # Teacher-forced decision scores beside the generated reply (eval.workloads.held_out.decision_scoring):
     # the first this-many tokens of the label and of each alternative decision; 0 turns them off.
     score_first_tokens: int = Field(12, ge=0)
 

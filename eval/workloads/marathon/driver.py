@@ -27,7 +27,7 @@ from eval.metrics import scripted_metrics
 from eval.policies.tools import tool_counts
 from eval.workloads.base import RunContext, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply
-from eval.workloads.marathon import run_tool
+from eval.workloads.marathon.tasks import run_tool
 from eval.workloads.scripted import _env
 from plumbing.chat_backend import Request
 

@@ -1,4 +1,4 @@
-"""The Session Marathon's agentic mode: the model performs the tasks (eval.workloads.marathon_agentic)."""
+"""The Session Marathon's agentic mode: the model performs the tasks (eval.workloads.marathon.driver)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ from eval.policies.registry import recovery_hint
 from eval.policies.tools import tool_counts
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, summary_reply
-from eval.workloads.probes import (
+from eval.workloads.probes.cases import (
     KINDS,
     ProbeCase,
     edit_code,
