@@ -481,7 +481,8 @@ def _append_exchange(state: ArmState, name: str, args: dict[str, Any], result: s
     state.history.append({"id": sid + "#result", "role": "tool", "tool_call_id": call_id, "name": name, "content": result})
 
 
-KERNEL_TOOLS = ("compress", "search_context", "decompress", "acp_status")
+# The kernel tools apply_reply applies (compress and the recovery tools); every driver routes these.
+KERNEL_TOOLS = ("compress", "search_context", "decompress")
 
 
 def apply_reply(state: ArmState, env: ArmEnv, view: View, reply: dict[str, Any]) -> dict[str, Any]:

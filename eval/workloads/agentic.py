@@ -28,9 +28,10 @@ from pydantic import Field
 
 from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
 from eval.policies.tools import tool_counts
+from eval.workloads.agent_loop import kernel_calls, summariser
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
-from eval.workloads.marathon.ts_repo import TsRepo
 from eval.workloads.marathon.tasks import marathon_with_repos, run_tool
+from eval.workloads.marathon.ts_repo import TsRepo
 from plumbing.chat_backend import Request, prompt_text
 from plumbing.recipe_loader import BaseConfig
 
@@ -88,12 +89,7 @@ def run_agentic_task(task: AgenticTask, arm: str, seed: int, ctx: RunContext, ma
     repo = task.start.copy()
     calls: list[dict[str, Any]] = []
 
-    def summarise(source: list[dict[str, Any]], instruction: str) -> str:
-        req = Request(source + [{"role": "user", "content": instruction}], [], False, ctx.max_tokens,
-                      {"oracle_reply": {"role": "assistant", "content": "Earlier work on the task."}})
-        comp = safe_complete(backend, req)
-        calls.append(call_record("summary", req, comp))
-        return (comp.message.get("content") or "").strip() or "(empty summary)"
+    summarise = summariser(ctx, calls, lambda source: {"role": "assistant", "content": "Earlier work on the task."})
 
     env = ArmEnv(window=ctx.window, count_tokens=backend.count_tokens, summarise=summarise, doctrine=ctx.doctrine,
                  task_tools=list(task.tools), system_prompt=task.system, kernel_overrides=dict(ctx.kernel_overrides),
@@ -112,8 +108,7 @@ def run_agentic_task(task: AgenticTask, arm: str, seed: int, ctx: RunContext, ma
         calls.append(rec)
         reply = comp.message
         tcs = reply.get("tool_calls") or []
-        names = ("compress", "search_context") if info.kind == "kernel" else info.tools  # policy arms' tools
-        kernel = [c for c in tcs if (c.get("function") or {}).get("name") in names]
+        kernel = kernel_calls(info, tcs)
         if kernel:
             applied = apply_reply(state, env, view, {"content": reply.get("content") or "", "tool_calls": kernel})
             rec.update(kernel_errors=applied["kernel_errors"], recovery=applied["recovery"],

@@ -33,6 +33,7 @@ from eval.judges import contains, fact_recall, visible_text
 from eval.metrics import scripted_metrics
 from eval.policies.registry import recovery_hint
 from eval.policies.tools import tool_counts
+from eval.workloads.agent_loop import summariser
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply
 from plumbing.chat_backend import Request, prompt_text
@@ -116,7 +117,7 @@ def decision_settings(settings: dict[str, Any]) -> dict[str, Any]:
     return {"decide_at": value, "max_decisions_per_step": cap}
 
 
-def _env(session: Any, ctx: RunContext, summarise) -> ArmEnv:
+def arm_env(session: Any, ctx: RunContext, summarise) -> ArmEnv:
     msgs = session.messages
     system = msgs[0].get("content") or "" if msgs and msgs[0].get("role") == "system" else ""
     keys = set(ArmEnv.__dataclass_fields__) - {"window", "count_tokens", "summarise", "doctrine", "task_tools",
@@ -141,15 +142,8 @@ def run_session(session: Any, arm: str, seed: int, ctx: RunContext, decide_at: s
     probes: list[dict[str, Any]] = []
     counters: dict[str, int] = {}
 
-    def summarise(source: list[dict[str, Any]], instruction: str) -> str:
-        req = Request(source + [{"role": "user", "content": instruction}], [], False, ctx.max_tokens,
-                      {"oracle_reply": summary_reply(session, source)})
-        comp = safe_complete(backend, req)
-        calls.append(call_record("summary", req, comp, retained_tokens=0))
-        calls[-1]["retained_tokens"] = comp.prompt_tokens
-        return (comp.message.get("content") or "").strip() or "(empty summary)"
-
-    env = _env(session, ctx, summarise)
+    summarise = summariser(ctx, calls, lambda source: summary_reply(session, source))
+    env = arm_env(session, ctx, summarise)
     state = ArmState()
     start = 1 if session.messages and session.messages[0].get("role") == "system" else 0
     msgs = [{**m, "id": f"s{i:05d}"} for i, m in enumerate(session.messages)]  # the labeler's ids

@@ -38,8 +38,8 @@ from doctrine.request import request_frame
 from doctrine.snapshot import rebuild
 from eval.arms import ARM_INFO
 from eval.metrics import range_overlap, ref_interval
-from eval.workloads.held_out.applied import apply_compress, apply_recovery
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
+from eval.workloads.held_out.applied import apply_compress, apply_recovery
 from eval.workloads.held_out.decision_scoring import score_decision
 from eval.workloads.nudges import rerender_context
 from plumbing.chat_backend import Request

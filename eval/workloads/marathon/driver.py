@@ -25,16 +25,16 @@ from eval.arms import ARM_INFO, ARMS, ArmState, apply_reply
 from eval.judges import fact_recall, visible_text
 from eval.metrics import scripted_metrics
 from eval.policies.tools import tool_counts
+from eval.workloads.agent_loop import kernel_calls, summariser
 from eval.workloads.base import RunContext, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply
 from eval.workloads.marathon.tasks import run_tool
-from eval.workloads.scripted import _env
+from eval.workloads.scripted import arm_env
 from plumbing.chat_backend import Request
 
 __all__ = ["run_agentic_marathon"]
 
 TASK_TOOLS = ("str_replace_editor", "execute_bash")
-KERNEL_TOOLS = ("compress", "search_context", "decompress")
 
 
 def run_agentic_marathon(session: Any, snaps: dict[int, Any], afters: dict[int, Any], arm: str, seed: int,
@@ -47,14 +47,8 @@ def run_agentic_marathon(session: Any, snaps: dict[int, Any], afters: dict[int, 
     probes: list[dict[str, Any]] = []
     counters: dict[str, int] = {}
 
-    def summarise(source: list[dict[str, Any]], instruction: str) -> str:
-        req = Request(source + [{"role": "user", "content": instruction}], [], False, ctx.max_tokens,
-                      {"oracle_reply": summary_reply(session, source)})
-        comp = safe_complete(backend, req)
-        calls.append(call_record("summary", req, comp, retained_tokens=comp.prompt_tokens))
-        return (comp.message.get("content") or "").strip() or "(empty summary)"
-
-    env = _env(session, ctx, summarise)
+    summarise = summariser(ctx, calls, lambda source: summary_reply(session, source))
+    env = arm_env(session, ctx, summarise)
     state = ArmState()
     msgs = session.messages
     start = 1 if msgs and msgs[0].get("role") == "system" else 0
@@ -115,8 +109,7 @@ def run_agentic_marathon(session: Any, snaps: dict[int, Any], afters: dict[int, 
             calls.append(rec)
             reply = comp.message
             tcs = reply.get("tool_calls") or []
-            names = KERNEL_TOOLS if info.kind == "kernel" else info.tools  # policy arms: their recovery tools
-            kernel = [c for c in tcs if (c.get("function") or {}).get("name") in names]
+            kernel = kernel_calls(info, tcs)
             if kernel:
                 applied = apply_reply(state, env, view, {"content": reply.get("content") or "", "tool_calls": kernel})
                 rec.update(kernel_errors=applied["kernel_errors"], compress_attempted=applied["compress_attempted"],

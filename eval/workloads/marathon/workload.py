@@ -34,8 +34,8 @@ from pydantic import Field
 from doctrine.conform import check_summary
 from eval.arms import ARMS, SUMMARY_PROMPT
 from eval.workloads.base import Case, RunContext
-from eval.workloads.marathon.tasks import SIZES, MarathonSize, marathon_session, marathon_with_repos
 from eval.workloads.marathon.driver import run_agentic_marathon
+from eval.workloads.marathon.tasks import SIZES, MarathonSize, marathon_session, marathon_with_repos
 from eval.workloads.scripted import DecisionSettings, decision_settings, run_session
 from plumbing.chat_backend import Backend, Completion, Request
 
