@@ -27,10 +27,11 @@ import contextlib
 import time
 from typing import Any
 
-from plumbing.chat_backend import Backend, BackendError, Completion, Request, reply_from_text
+from eval.backends.local import LocalBackend
+from plumbing.chat_backend import BackendError, Completion, Request, reply_from_text
 
 
-class HFBackend(Backend):
+class HFBackend(LocalBackend):
     name = "hf"
 
     def __init__(self, model: str, adapter_dir: str | None = None, dtype: str = "float32",
@@ -68,23 +69,6 @@ class HFBackend(Backend):
         self._queries = 0
         self._torch = torch
         torch.manual_seed(0)
-
-    def render(self, request: Request) -> str:
-        from plumbing.tool_format import normalise_tool_calls
-
-        return self.tokenizer.apply_chat_template(
-            normalise_tool_calls(request.messages), tools=request.tools or None,
-            chat_template=self.template, tokenize=False, add_generation_prompt=True)
-
-    def prompt_ids(self, request: Request) -> list[int]:
-        """The rendered prompt's token ids; a special-token string in a message is text, never
-        a control token (``plumbing.chat_templates.chat_token_ids``)."""
-        from plumbing.chat_templates import chat_token_ids
-
-        return chat_token_ids(self.tokenizer, request.messages, request.tools or None, self.template)
-
-    def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _adapter_ctx(self, use_adapter: bool):
         if use_adapter and not self.adapter_dir:

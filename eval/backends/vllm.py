@@ -13,10 +13,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from plumbing.chat_backend import Backend, BackendError, Completion, Request, reply_from_text
+from eval.backends.local import LocalBackend
+from plumbing.chat_backend import BackendError, Completion, Request, reply_from_text
 
 
-class VLLMBackend(Backend):
+class VLLMBackend(LocalBackend):
     name = "vllm"
 
     def __init__(self, model: str, adapter_dir: str | None = None, adapter_name: str = "adapter",
@@ -39,23 +40,6 @@ class VLLMBackend(Backend):
                        gpu_memory_utilization=gpu_memory_utilization,
                        tensor_parallel_size=tensor_parallel_size,
                        disable_log_stats=False)  # keeps the prefix-cache counters for stats()
-
-    def render(self, request: Request) -> str:
-        from plumbing.tool_format import normalise_tool_calls
-
-        return self.tokenizer.apply_chat_template(
-            normalise_tool_calls(request.messages), tools=request.tools or None,
-            chat_template=self.template, tokenize=False, add_generation_prompt=True)
-
-    def prompt_ids(self, request: Request) -> list[int]:
-        """The rendered prompt's token ids, as the hf backend and training make them (a
-        special-token string in a message is text, never a control token)."""
-        from plumbing.chat_templates import chat_token_ids
-
-        return chat_token_ids(self.tokenizer, request.messages, request.tools or None, self.template)
-
-    def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _lora(self, use_adapter: bool):
         if not use_adapter:
