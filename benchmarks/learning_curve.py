@@ -1,6 +1,6 @@
 """The learning curve: held-out decisions against LoRA training steps (``make learn``).
 
-    python benchmarks/learning_curve.py [--data runs/pocket/data] [--steps 0,200]
+    python benchmarks/learning_curve.py [--data runs/pocket/data] [--steps 0,400]
         [--data-recipe configs/data/pocket.yaml] [--train-recipe configs/train/pocket.yaml]
         [--eval-recipe configs/eval/pocket_learn.yaml] [--out runs/pocket]
 
@@ -334,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-recipe", default="configs/data/pocket.yaml")
     ap.add_argument("--train-recipe", default="configs/train/pocket.yaml")
     ap.add_argument("--eval-recipe", default="configs/eval/pocket_learn.yaml")
-    ap.add_argument("--steps", default="0,200", help="checkpoints to evaluate; 0 = the untrained model")
+    ap.add_argument("--steps", default="0,400", help="checkpoints to evaluate; 0 = the untrained model")
     ap.add_argument("--out", default="runs/pocket")
     args = ap.parse_args(argv)
     try:
