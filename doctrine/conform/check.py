@@ -185,13 +185,17 @@ def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine
     if usable.invented_numbers:
         unusable = True
         reasons.append(f"number(s) not in the source: {', '.join(usable.invented_numbers[:5])}")
+    if usable.invented_quotes:
+        unusable = True
+        reasons.append(f"quoted text not in the source: {'; '.join(q[:40] for q in usable.invented_quotes[:3])}")
     if usable.altered_values:
         unusable = True
         reasons.append(f"value(s) altered from the source: {'; '.join(usable.altered_values[:3])}")
     if usable.stale_values:
         unusable = True
         reasons.append(f"superseded value(s) given as current: {'; '.join(usable.stale_values[:3])}")
-    n_wrong = len(usable.invented_numbers) + len(usable.altered_values) + len(usable.stale_values)
+    n_wrong = (len(usable.invented_numbers) + len(usable.invented_quotes) + len(usable.altered_values)
+               + len(usable.stale_values))
     usability_factor = max(0.0, 1.0 - u["penalty"] * usable.share) * (u["wrong_value_factor"] ** min(n_wrong, 3))
 
     d = settings.drop

@@ -66,6 +66,9 @@ class UsabilityReport:
     fragments: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
     invented_numbers: list[str] = field(default_factory=list)
+    # Backticked spans (a value, a path, an error line quoted from the source) whose text is
+    # in no source message: a quote the summary made up, which a later reader would trust.
+    invented_quotes: list[str] = field(default_factory=list)
     altered_values: list[str] = field(default_factory=list)
     stale_values: list[str] = field(default_factory=list)
     share: float = 0.0
@@ -162,6 +165,26 @@ def _says(key: str, values: list[str], text: str) -> bool:
     return any(m.group("v") in values for m in re.finditer(pat, text))
 
 
+def _squash(text: str) -> str:
+    return " ".join(text.replace('\\"', '"').split())
+
+
+def invented_quotes(summary: str, source_texts: list[str]) -> list[str]:
+    """The summary's backticked spans with a word no source text has: a quoted value, name,
+    path or error the summary made up. Words, not the whole span, so a shortened signature
+    (`withRetry(fn, attempts)` for the full one) still counts as quoted from the source."""
+    known = set(re.findall(r"\w+", "\n".join(source_texts)))
+    out: list[str] = []
+    for m in _CODE_SPAN.finditer(summary):
+        quote = _squash(m.group(0).strip("`"))
+        words = [w for w in re.findall(r"\w+", quote) if len(w) >= 2]
+        if quote in out or not words:
+            continue
+        if any(w not in known for w in words):
+            out.append(quote)
+    return out
+
+
 def check_usability(summary: str, source_texts: list[str], items: list[KeepItem]) -> UsabilityReport:
     """The findings above for ``summary`` against its source texts and KEEP items."""
     rep = UsabilityReport()
@@ -198,6 +221,7 @@ def check_usability(summary: str, source_texts: list[str], items: list[KeepItem]
         if n not in invented:
             invented.append(n)
     rep.invented_numbers = invented
+    rep.invented_quotes = invented_quotes(summary, source_texts)
 
     flat = _REF.sub(" ", norm_number(summary))
     # A backticked quote of a log or code line says what the source printed, not what holds now.

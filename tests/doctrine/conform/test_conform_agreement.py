@@ -112,3 +112,16 @@ def test_terse_change_and_act_lines_are_statements_bare_values_are_not(cases):
     # The held-out terse set is judged as its readers judged it.
     r = score_cases([c for c in cases.values() if c.set == "holdout_terse"])
     assert r.n == 6 and r.agree == 6, [(x["id"], x["reasons"][:2]) for x in r.disagreements]
+
+
+def test_a_quote_with_words_in_no_source_is_invented(cases):
+    src = cases["terse/arrow_and_created"].source
+    # A shortened signature quotes the source's own words (the write call's arguments).
+    kept = ("- Goal: raise the client retries for the flaky pricing API.\n"
+            "- Created `src/retry.ts` with `withRetry(fn, attempts)`")
+    assert check_summary(src, kept).usability.invented_quotes == []
+    # A constant the source never printed, quoted as if it had (read in a model's reply).
+    made_up = kept + "\n- `src/app.ts`: `retries = BATCH_VALUE`"
+    r = check_summary(src, made_up)
+    assert r.usability.invented_quotes == ["retries = BATCH_VALUE"]
+    assert not r.passed and any(x.startswith("quoted text not in the source") for x in r.reasons)
