@@ -24,6 +24,7 @@ refs are skipped):
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import asdict, dataclass, field
 
@@ -173,16 +174,29 @@ def invented_quotes(summary: str, source_texts: list[str]) -> list[str]:
     """The summary's backticked spans with a word no source text has: a quoted value, name,
     path or error the summary made up. Words, not the whole span, so a shortened signature
     (`withRetry(fn, attempts)` for the full one) still counts as quoted from the source."""
-    known = set(re.findall(r"\w+", "\n".join(source_texts)))
+    # Tool-call arguments are JSON: their escapes (\\n before a line) are not part of a word.
+    joined = "\n".join(source_texts)
+    joined = joined.replace("\\n", "\n").replace("\\t", "\t").replace('\\"', '"')
+    known = set(re.findall(r"\w+", joined))
+    ordered = sorted(known)
     out: list[str] = []
     for m in _CODE_SPAN.finditer(summary):
         quote = _squash(m.group(0).strip("`"))
         words = [w for w in re.findall(r"\w+", quote) if len(w) >= 2]
         if quote in out or not words:
             continue
-        if any(w not in known for w in words):
+        # A long command cut short ends in part of a word: the last word may be a prefix.
+        *inner, last = words
+        if any(w not in known for w in inner) or not _known_prefix(last, known, ordered):
             out.append(quote)
     return out
+
+
+def _known_prefix(word: str, known: set[str], ordered: list[str]) -> bool:
+    if word in known:
+        return True
+    i = bisect.bisect_left(ordered, word)
+    return i < len(ordered) and ordered[i].startswith(word)
 
 
 def check_usability(summary: str, source_texts: list[str], items: list[KeepItem]) -> UsabilityReport:
