@@ -20,7 +20,8 @@ Everything runs through the stage CLIs (``python -m data_gen build``, ``python -
 ``python -m eval run``), so the curve measures what the pipeline ships. ``--data`` is built
 from ``--data-recipe`` when it has no manifest. Wall times of training and of every
 evaluation are part of the output. Writes ``<out>/curve/curve.json`` (atomically, last),
-``curve.md`` and ``curve.png``; prints the table.
+``curve.md`` and ``curve.png``; prints the table. ``--rescore`` re-scores a finished curve's
+recorded replies with today's scorer into ``<out>/curve-rescored/`` (seconds, no model).
 """
 
 from __future__ import annotations
@@ -321,6 +322,30 @@ def build_curve(args: argparse.Namespace) -> dict[str, Any]:
     return curve
 
 
+def rescore_curve(args: argparse.Namespace) -> dict[str, Any]:
+    """The finished curve's evaluations re-scored with this checkout's scorer (``python -m eval
+    rescore``: the recorded replies, no model call) into ``<out>/curve-rescored/step-N``."""
+    out = Path(args.out)
+    steps = parse_steps(args.steps)
+    py = sys.executable
+    walls: dict[str, float] = {}
+    rows: dict[int, dict[Any, dict[str, Any]]] = {}
+    for step in steps:
+        src = out / "curve" / f"step-{step}"
+        if not (src / "manifest.json").is_file():
+            raise CurveError(f"{src}: no finished evaluation to re-score (run the curve first)")
+        dst = out / "curve-rescored" / f"step-{step}"
+        cmd = [py, "-m", "eval", "rescore", str(src), "--out", str(dst), "--data-dir", str(args.data)]
+        walls[f"rescore step {step}"] = _run(cmd, out / "logs" / f"rescore-step-{step}.log")
+        rows[step] = case_rows(dst, "base_slim" if step == 0 else "distilled")
+    base = rows[steps[0]] if steps[0] == 0 else {}
+    old = out / "curve" / "curve.json"
+    curve = json.loads(old.read_text(encoding="utf-8")) if old.is_file() else {"steps": steps}
+    curve.update(points=[curve_point(s, rows[s], base) for s in steps], rescored_from=str(out / "curve"),
+                 rescore_wall_time_s=walls, n_cases=len(base) or len(rows[steps[-1]]))
+    return curve
+
+
 def write_curve(curve: dict[str, Any], out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     write_markdown(curve, out_dir / "curve.md")
@@ -336,16 +361,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-recipe", default="configs/eval/pocket_learn.yaml")
     ap.add_argument("--steps", default="0,400", help="checkpoints to evaluate; 0 = the untrained model")
     ap.add_argument("--out", default="runs/pocket")
+    ap.add_argument("--rescore", action="store_true",
+                    help="re-score the finished curve's recorded replies with this checkout's scorer "
+                         "(no training, no generation) into <out>/curve-rescored")
     args = ap.parse_args(argv)
     try:
-        curve = build_curve(args)
+        curve = rescore_curve(args) if args.rescore else build_curve(args)
     except CurveError as exc:
         print(f"learning curve: {exc}", file=sys.stderr)
         return 2
-    write_curve(curve, Path(args.out) / "curve")
+    write_curve(curve, Path(args.out) / ("curve-rescored" if args.rescore else "curve"))
     for row in curve_table(curve):
         print("  ".join(f"{c:<22}" for c in row))
-    print(f"wall time: {curve['wall_time_s']['total']:.0f} s -> {Path(args.out) / 'curve'}")
+    print(f"wall time: {curve['wall_time_s']['total']:.0f} s -> {Path(args.out) / ('curve-rescored' if args.rescore else 'curve')}")
     return 0
 
 

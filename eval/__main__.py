@@ -12,6 +12,7 @@ from plumbing.subcommands import Command
 COMMANDS: dict[str, Command] = {
     "run": Command("eval.cli:register_run", "run (or resume) an eval recipe: RECIPE.yaml --out DIR"),
     "report": Command("eval.cli:register_report", "build the report of a run: RUN_DIR [--vs OTHER]"),
+    "rescore": Command("eval.cli:register_rescore", "re-score a run's recorded held-out replies: SRC --out DIR"),
     "probes": Command("eval.workloads.probes.cli:register",
                       "recall probes on recorded trajectories: extract questions, report a run"),
     "fixtures": Command("eval.cli:register_fixtures", "write the seeded held-out fixture rows (JSONL)"),

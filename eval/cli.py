@@ -35,6 +35,34 @@ def register_report(p) -> None:
     p.set_defaults(func=cmd_report)
 
 
+def register_rescore(p) -> None:
+    """``dtw rescore SRC --out DIR`` / ``python -m eval rescore``: today's scorer on recorded replies."""
+    p.description = ("Re-score the held-out replies a finished eval recorded with this checkout's scorer "
+                     "(no model call) into a new eval folder; other workloads' cases are copied. "
+                     "Then dtw report DIR.")
+    p.add_argument("src", help="a complete eval folder (runs/<name>/eval)")
+    p.add_argument("--out", required=True, help="the new eval folder (never SRC)")
+    p.add_argument("--data-dir", default=None, help="where the held-out rows are now, if they moved")
+    p.set_defaults(func=cmd_rescore)
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from eval.rescore import RescoreError, rescore
+    from plumbing.runs import RunFolderError
+
+    try:
+        s = rescore(args.src, args.out, data_dir=args.data_dir, log=lambda line: print(line, file=sys.stderr))
+    except (RescoreError, RunFolderError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for note in s.skipped:
+        print(f"note: {note}", file=sys.stderr)
+    for metric, n in sorted(s.changes.items()):
+        print(f"changed: {metric} in {n} case(s)", file=sys.stderr)
+    print(args.out, flush=True)
+    return 0
+
+
 def cmd_run(args: argparse.Namespace, recipe) -> int:
     out = args.out or recipe.output
     if not out:

@@ -35,7 +35,7 @@ DEFINITIONS: dict[str, str] = {
     "exact_values_kept": "share of the label's source exact values (settings, numbers, versions) that the reply's "
                          "summaries keep verbatim, mean over compress-labelled decisions whose source has any",
     "recover_success": "share of recovery-labelled decisions whose reply restores a block the next step needs",
-    "tool_call_valid": "share of replies whose tool calls parse, name an offered tool and carry JSON-object arguments",
+    "tool_call_valid": "of the replies that write a tool call (or try to), the share whose calls parse, name an offered tool and carry JSON-object arguments",
     "range_valid": "share of compress replies whose every range the kernel (or the row's refs) accepts",
     "range_overlap": "Jaccard overlap of the messages/blocks a compress reply folds with those the label folds",
     "conformance_score": "mean conformance-checker score (0-1) of the summaries a compress reply writes",

@@ -40,6 +40,7 @@ COMMANDS: dict[str, Command] = {
     "validate-trajectories": Command("data_gen.cli_trajectories:register",
                                      "convert recorded trajectories and count rejects by reason"),
     "probes": Command("eval.workloads.probes.cli:register", "recall probes on recorded trajectories: extract, report"),
+    "rescore": Command("eval.cli:register_rescore", "re-score an eval's recorded held-out replies with today's scorer"),
     "fixtures": Command("eval.cli:register_fixtures", "write the seeded held-out fixture rows (JSONL)"),
     "model-info": Command("train.__main__:add_model_info", "resolve a model spec and print what it is"),
     "tiny-model": Command("train.__main__:add_tiny_model", "build the tiny test model into OUT"),

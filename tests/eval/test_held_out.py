@@ -44,7 +44,7 @@ def test_oracle_is_the_upper_reference(data_dir, doctrine):
     for case in wl.cases():
         for arm in ("doctrine", "base_slim", "distilled"):
             m = wl.run_case(case, arm, 0, ctx)["metrics"]
-            assert m["kind_correct"] and m["tool_call_valid"]
+            assert m["kind_correct"] and m["tool_call_valid"] is not False
             if m["label_kind"] == "compress":
                 assert m["range_valid"] and m["range_overlap"] == 1.0 and "conformance_score" in m
     assert not wl.supports("full") and wl.supports("distilled")

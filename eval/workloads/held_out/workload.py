@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -344,6 +344,8 @@ def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dic
     ranges, arg_errors = compress_ranges(reply)
     if arg_errors:
         valid = False
+    if not parse_errors and not reply.get("tool_calls"):
+        valid = None  # no call written: a prose reply is not a valid call (kind_correct judges it)
     correct = pred != "invalid" and decision_correct(label_kind, reply, target, nudge_present)
     out: dict[str, Any] = {"label_kind": label_kind, "pred_kind": pred, "reply_form": reply_form(reply, nudge_present),
                            "kind_correct": correct,
@@ -524,36 +526,66 @@ class HeldOutWorkload:
         return run_row(case.payload, arm, ctx, score_first_tokens=int(self.settings.get("score_first_tokens", 12)))
 
 
-def run_row(row: dict[str, Any], arm: str, ctx: RunContext, score_first_tokens: int = 0) -> dict[str, Any]:
+@dataclass
+class Decision:
+    """One held-out decision as an arm is asked it: the re-rendered context, the label, the
+    tools of the row's serving profile, and the request sent."""
+
+    context: list[dict[str, Any]]
+    target: dict[str, Any]
+    notes: dict[str, Any]
+    tools: list[dict[str, Any]]
+    task_tools: list[dict[str, Any]]
+    doctrine_text: str
+    label_kind: str
+    profile: Any
+    request: Request
+
+
+def decision_for(row: dict[str, Any], arm: str, ctx: RunContext) -> Decision:
+    """The request ``arm`` is sent for ``row`` (no model call)."""
     info = ARM_INFO[arm]
     mode = info.prompt_mode or "distilled"
-    doc = ctx.doctrine
     meta = row["meta"]
     row_mode = meta.get("prompt_mode", "distilled")
     context, target = row["messages"][:-1], row["messages"][-1]
-    context, notes = rerender_context(context, doc, row_mode, mode, meta)
+    context, notes = rerender_context(context, ctx.doctrine, row_mode, mode, meta)
     task_tools = [t for t in row["tools"] if (t.get("function") or {}).get("name") not in KERNEL_TOOL_NAMES]
     # The row's serving profile in the arm's prompt mode: tool schemas and doctrine text come
     # from the same frame every kernel arm and data_gen's replay use.
     host = meta.get("host") if isinstance(meta.get("host"), str) else ctx.host
     profile = resolve_profile(int(meta.get("window") or ctx.window), str(meta.get("gate") or ctx.gate), host,
                               prompt_mode=mode, nudge_style=ctx.nudge_style)
-    frame = request_frame(profile, doc, task_tools=task_tools)
-    tools = frame.tools
+    frame = request_frame(profile, ctx.doctrine, task_tools=task_tools)
     label_kind = KIND_OF_LABEL.get(str(meta.get("kind")), "ordinary")
-    req = Request(context, tools, info.use_adapter, ctx.max_tokens, {"target": target})
-    comp = safe_complete(ctx.backend, req)
-    count = ctx.backend.count_tokens
-    doctrine_tokens = count(frame.doctrine_text)
-    if notes["nudge_present"]:
-        doctrine_tokens += count(context[-1].get("content") or "")
+    req = Request(context, frame.tools, info.use_adapter, ctx.max_tokens, {"target": target})
+    return Decision(context, target, notes, frame.tools, task_tools, frame.doctrine_text, label_kind, profile, req)
+
+
+def score_decision_reply(row: dict[str, Any], dec: Decision, comp: Any, doctrine: Any) -> dict[str, Any]:
+    """What :func:`score_reply` says of ``comp`` (a Completion) for ``dec``, applied to the
+    row's rebuilt kernel turn; ``kernel_messages`` holds what the kernel said."""
+    meta = row["meta"]
     rebuilt, scored_by = rebuild_row(row)
-    scores = score_reply(comp.message, target, context, tools, comp.parse_errors, notes["nudge_present"],
-                         label_kind, doc, view_refs=meta.get("view_refs"),
+    scores = score_reply(comp.message, dec.target, dec.context, dec.tools, comp.parse_errors,
+                         dec.notes["nudge_present"], dec.label_kind, doctrine, view_refs=meta.get("view_refs"),
                          nudge_tier=meta["nudge"].get("tier") if isinstance(meta.get("nudge"), dict) else None,
                          rebuilt=rebuilt)
-    kernel_messages = scores.pop("kernel_messages", [])
     scores["scored_by"] = scored_by
+    return scores
+
+
+def run_row(row: dict[str, Any], arm: str, ctx: RunContext, score_first_tokens: int = 0) -> dict[str, Any]:
+    meta = row["meta"]
+    dec = decision_for(row, arm, ctx)
+    req = dec.request
+    comp = safe_complete(ctx.backend, req)
+    count = ctx.backend.count_tokens
+    doctrine_tokens = count(dec.doctrine_text)
+    if dec.notes["nudge_present"]:
+        doctrine_tokens += count(dec.context[-1].get("content") or "")
+    scores = score_decision_reply(row, dec, comp, ctx.doctrine)
+    kernel_messages = scores.pop("kernel_messages", [])
     rec = call_record("decision", req, comp)
     rec["kernel_errors"] = kernel_messages
     rec["doctrine_tokens"] = doctrine_tokens
@@ -562,7 +594,7 @@ def run_row(row: dict[str, Any], arm: str, ctx: RunContext, score_first_tokens: 
                "doctrine_tokens": doctrine_tokens, "malformed_calls": int(bool(comp.parse_errors)),
                "label_source_kind": str(meta.get("kind"))}
     if score_first_tokens:
-        metrics.update(score_decision(ctx.backend, req, target, task_tools, score_first_tokens))
-    return {"workload": "held_out", "rerender": notes, "calls": [rec], "metrics": metrics,
-            "serving_profile": profile.record(),
+        metrics.update(score_decision(ctx.backend, req, dec.target, dec.task_tools, score_first_tokens))
+    return {"workload": "held_out", "rerender": dec.notes, "calls": [rec], "metrics": metrics,
+            "serving_profile": dec.profile.record(),
             "meta": {k: meta.get(k) for k in ("session_id", "step", "kind", "source", "family", "prompt_mode")}}
