@@ -54,6 +54,7 @@ LEARN_STEPS ?= 0,400
 learn: setup-vllm
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/learning_curve.py --data runs/pocket/data \
 		--data-recipe configs/data/pocket.yaml --train-recipe configs/train/pocket.yaml \
+		--eval-recipe configs/eval/pocket_learn_sessions.yaml \
 		--eval-recipe configs/eval/pocket_learn.yaml --steps $(LEARN_STEPS) --out runs/pocket
 
 bench: setup

@@ -2,7 +2,8 @@
 
     python benchmarks/learning_curve.py [--data runs/pocket/data] [--steps 0,400]
         [--data-recipe configs/data/pocket.yaml] [--train-recipe configs/train/pocket.yaml]
-        [--eval-recipe configs/eval/pocket_learn.yaml] [--out runs/pocket]
+        [--eval-recipe configs/eval/pocket_learn_sessions.yaml --eval-recipe configs/eval/pocket_learn.yaml]
+        [--out runs/pocket] [--rescore]
 
 (the defaults are `make learn`'s; the wide curriculum's curve: --data runs/learn/data
 --data-recipe configs/data/learn.yaml --train-recipe configs/train/learn.yaml
@@ -11,7 +12,9 @@
 Answers "did the doctrine get into the weights?" at a scale where one run cannot: it trains
 one adapter, keeps a checkpoint at every step in ``--steps``, and evaluates each checkpoint on
 the same held-out decisions (step 0 is the untrained model with the same distilled prompts,
-i.e. the ``base_slim`` arm; step N is the ``distilled`` arm with checkpoint N). Each point
+i.e. the ``base_slim`` arm; step N is the ``distilled`` arm with checkpoint N). Each
+``--eval-recipe`` is one question asked at every step; the first is the primary one
+(``curve.json``'s ``points``), and every question's points are under ``questions``. Each point
 carries n and a 95 % interval by the eval's small-n rule (Wilson; eval/README.md); each step is
 also compared with step 0 case by case (Tango's paired interval), so the curve says where training changed the replies and where the
 change is inside the noise.
@@ -47,6 +50,11 @@ GRADED_METRICS = ("compress_chosen", "compress_parsed", "compress_accepted", "ra
                   "exact_values_kept")
 CURVE_METRICS = ("compress_success", "kind_correct", "tool_call_valid", "malformed_share",
                  "conformance_passed") + GRADED_METRICS
+
+
+# The pocket curve's two questions: unseen sessions of the trained families (the primary),
+# then a family never trained on (pocket_cli: TypeScript, JSON settings, jest output).
+DEFAULT_EVAL_RECIPES = ("configs/eval/pocket_learn_sessions.yaml", "configs/eval/pocket_learn.yaml")
 
 
 class CurveError(RuntimeError):
@@ -194,17 +202,19 @@ def curve_table(curve: dict[str, Any]) -> list[list[str]]:
 
 
 def write_markdown(curve: dict[str, Any], path: Path) -> None:
-    table = curve_table(curve)
     lines = ["# Learning curve: held-out decisions against training steps", "",
-             f"Model `{curve['model']}`, data `{curve['data_dir']}`, {curve['n_cases']} held-out cases "
+             f"Model `{curve.get('model')}`, data `{curve.get('data_dir')}` "
              "(step 0 = base_slim: the untrained model with the same distilled prompts).",
              "Each cell: mean [95 % interval, the eval's small-n rule: Wilson for rates, Tango for paired rates, "
-             "MOVER over kinds for balanced_acc]; `vs step 0`: paired difference per case.", "",
-             "| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
-    lines += ["| " + " | ".join(r) + " |" for r in table[1:]]
-    lines += ["", "Reply forms per step: " + "; ".join(
-        f"{p['step']}: " + ", ".join(f"{k} {v}" for k, v in p["reply_forms"].items()) for p in curve["points"]), "",
-              "Wall time: " + ", ".join(f"{k} {v:.0f} s" for k, v in curve["wall_time_s"].items()), ""]
+             "MOVER over kinds for balanced_acc]; `vs step 0`: paired difference per case.", ""]
+    for q in curve.get("questions") or [{"name": "held_out", "eval_recipe": "?", "split": None, **curve}]:
+        table = curve_table({"points": q["points"]})
+        lines += [f"## {q['name']}: {q['n_cases']} cases of the `{q.get('split')}` split ({q['eval_recipe']})", "",
+                  "| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
+        lines += ["| " + " | ".join(r) + " |" for r in table[1:]]
+        lines += ["", "Reply forms per step: " + "; ".join(
+            f"{p['step']}: " + ", ".join(f"{k} {v}" for k, v in p["reply_forms"].items()) for p in q["points"]), ""]
+    lines += ["Wall time: " + ", ".join(f"{k} {v:.0f} s" for k, v in curve.get("wall_time_s", {}).items()), ""]
     _atomic_write(path, "\n".join(lines))
 
 
@@ -296,53 +306,98 @@ def build_curve(args: argparse.Namespace) -> dict[str, Any]:
         walls["train"] = _run(train_cmd, out / "logs" / "train.log")
     elif _manifest_wall_time(out / "train") is not None:  # trained by an earlier run: its own wall time
         walls["train"] = _manifest_wall_time(out / "train")
-    rows: dict[int, dict[Any, dict[str, Any]]] = {}
     eval_common = [f"data_dir={data}"]  # a rerun resumes or reuses a step's eval; a changed recipe is refused
-    for step in steps:
-        eval_out = out / "curve" / f"step-{step}"
-        if step == 0:
-            arm, extra = "base_slim", []
-        else:
-            arm, extra = "distilled", [f"backend.adapter_dir={checkpoint_dir(out, step)}"]
-        cmd = [py, "-m", "eval", "run", args.eval_recipe, "--out", str(eval_out), f"arms=[{arm}]", *extra, *eval_common]
-        reused = (eval_out / "manifest.json").is_file()
-        walls[f"eval step {step}"] = _run(cmd, out / "logs" / f"eval-step-{step}.log")
-        if reused:  # finished by an earlier run: that run's own wall time
-            own = _manifest_wall_time(eval_out)
-            walls[f"eval step {step}"] = own if own is not None else walls[f"eval step {step}"]
-        rows[step] = case_rows(eval_out, arm)
-        if not rows[step]:
-            raise CurveError(f"{eval_out}: no finished held_out cases for arm {arm}")
-    base = rows[steps[0]] if steps[0] == 0 else {}
-    curve = {"model": _trained_model(out), "data_dir": str(data), "steps": steps,
-             "n_cases": len(base) or len(rows[steps[-1]]),
-             "points": [curve_point(s, rows[s], base) for s in steps],
-             "wall_time_s": walls, "train_command": train_cmd[1:]}
+    questions = []
+    for n, recipe in enumerate(eval_recipes(args)):
+        name = question_name(recipe)
+        label = "" if n == 0 else f" ({name})"
+        rows: dict[int, dict[Any, dict[str, Any]]] = {}
+        for step in steps:
+            eval_out = eval_dir(out, recipe, step, n)
+            if step == 0:
+                arm, extra = "base_slim", []
+            else:
+                arm, extra = "distilled", [f"backend.adapter_dir={checkpoint_dir(out, step)}"]
+            cmd = [py, "-m", "eval", "run", recipe, "--out", str(eval_out), f"arms=[{arm}]", *extra, *eval_common]
+            reused = (eval_out / "manifest.json").is_file()
+            key = f"eval step {step}{label}"
+            walls[key] = _run(cmd, out / "logs" / f"eval-{name}-step-{step}.log")
+            if reused:  # finished by an earlier run: that run's own wall time
+                own = _manifest_wall_time(eval_out)
+                walls[key] = own if own is not None else walls[key]
+            rows[step] = case_rows(eval_out, arm)
+            if not rows[step]:
+                raise CurveError(f"{eval_out}: no finished held_out cases for arm {arm}")
+        questions.append(question(recipe, steps, rows))
+    curve = {"model": _trained_model(out), "data_dir": str(data), "steps": steps, **_primary(questions),
+             "questions": questions, "wall_time_s": walls, "train_command": train_cmd[1:]}
     curve["wall_time_s"]["total"] = sum(walls.values())
     return curve
 
 
+def eval_recipes(args: argparse.Namespace) -> list[str]:
+    """The curve's questions, the first one primary (``points``): by default the pocket
+    curriculum's unseen sessions of the trained families, then its unseen family."""
+    return list(args.eval_recipe or DEFAULT_EVAL_RECIPES)
+
+
+def question_name(recipe: str) -> str:
+    return Path(recipe).stem
+
+
+def eval_dir(out: Path, recipe: str, step: int, index: int) -> Path:
+    """``<out>/curve/step-N`` for the primary question, ``<out>/curve/<recipe stem>/step-N``
+    for each other one."""
+    base = out / "curve" if index == 0 else out / "curve" / question_name(recipe)
+    return base / f"step-{step}"
+
+
+def _split_of(recipe: str) -> str | None:
+    try:
+        import yaml
+
+        cfg = yaml.safe_load(Path(recipe).read_text(encoding="utf-8"))
+        return str(next(w for w in cfg["workloads"] if w["name"] == "held_out")["settings"]["split"])
+    except (OSError, KeyError, TypeError, StopIteration, ValueError):
+        return None
+
+
+def question(recipe: str, steps: list[int], rows: dict[int, dict[Any, dict[str, Any]]]) -> dict[str, Any]:
+    base = rows[steps[0]] if steps[0] == 0 else {}
+    return {"name": question_name(recipe), "eval_recipe": recipe, "split": _split_of(recipe),
+            "n_cases": len(base) or len(rows[steps[-1]]), "points": [curve_point(s, rows[s], base) for s in steps]}
+
+
+def _primary(questions: list[dict[str, Any]]) -> dict[str, Any]:
+    q = questions[0]
+    return {"points": q["points"], "n_cases": q["n_cases"], "eval_recipe": q["eval_recipe"], "split": q["split"]}
+
+
 def rescore_curve(args: argparse.Namespace) -> dict[str, Any]:
     """The finished curve's evaluations re-scored with this checkout's scorer (``python -m eval
-    rescore``: the recorded replies, no model call) into ``<out>/curve-rescored/step-N``."""
+    rescore``: the recorded replies, no model call) into ``<out>/curve-rescored/``."""
     out = Path(args.out)
     steps = parse_steps(args.steps)
     py = sys.executable
     walls: dict[str, float] = {}
-    rows: dict[int, dict[Any, dict[str, Any]]] = {}
-    for step in steps:
-        src = out / "curve" / f"step-{step}"
-        if not (src / "manifest.json").is_file():
-            raise CurveError(f"{src}: no finished evaluation to re-score (run the curve first)")
-        dst = out / "curve-rescored" / f"step-{step}"
-        cmd = [py, "-m", "eval", "rescore", str(src), "--out", str(dst), "--data-dir", str(args.data)]
-        walls[f"rescore step {step}"] = _run(cmd, out / "logs" / f"rescore-step-{step}.log")
-        rows[step] = case_rows(dst, "base_slim" if step == 0 else "distilled")
-    base = rows[steps[0]] if steps[0] == 0 else {}
+    questions = []
+    for n, recipe in enumerate(eval_recipes(args)):
+        rows: dict[int, dict[Any, dict[str, Any]]] = {}
+        for step in steps:
+            src = eval_dir(out, recipe, step, n)
+            if not (src / "manifest.json").is_file():
+                raise CurveError(f"{src}: no finished evaluation to re-score (run the curve first)")
+            dst = out / "curve-rescored" / src.relative_to(out / "curve")
+            cmd = [py, "-m", "eval", "rescore", str(src), "--out", str(dst), "--data-dir", str(args.data)]
+            walls[f"rescore {question_name(recipe)} step {step}"] = _run(
+                cmd, out / "logs" / f"rescore-{question_name(recipe)}-step-{step}.log")
+            rows[step] = case_rows(dst, "base_slim" if step == 0 else "distilled")
+        questions.append(question(recipe, steps, rows))
     old = out / "curve" / "curve.json"
     curve = json.loads(old.read_text(encoding="utf-8")) if old.is_file() else {"steps": steps}
-    curve.update(points=[curve_point(s, rows[s], base) for s in steps], rescored_from=str(out / "curve"),
-                 rescore_wall_time_s=walls, n_cases=len(base) or len(rows[steps[-1]]))
+    curve.update(_primary(questions), questions=questions, rescored_from=str(out / "curve"),
+                 rescore_wall_time_s=walls)
+    curve.setdefault("wall_time_s", {})
     return curve
 
 
@@ -350,6 +405,8 @@ def write_curve(curve: dict[str, Any], out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     write_markdown(curve, out_dir / "curve.md")
     write_plot(curve, out_dir / "curve.png")
+    for q in curve.get("questions", [])[1:]:
+        write_plot({**curve, **_primary([q])}, out_dir / f"curve-{q['name']}.png")
     _atomic_write(out_dir / "curve.json", json.dumps(curve, indent=1, sort_keys=True))  # last: marks complete
 
 
@@ -358,7 +415,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default="runs/pocket/data", help="a built curriculum (built from --data-recipe if missing)")
     ap.add_argument("--data-recipe", default="configs/data/pocket.yaml")
     ap.add_argument("--train-recipe", default="configs/train/pocket.yaml")
-    ap.add_argument("--eval-recipe", default="configs/eval/pocket_learn.yaml")
+    ap.add_argument("--eval-recipe", action="append", default=None,
+                    help="an eval recipe the curve asks at every step (repeat for more; the first is the "
+                         "primary, curve.json's points); default: " + ", ".join(DEFAULT_EVAL_RECIPES))
     ap.add_argument("--steps", default="0,400", help="checkpoints to evaluate; 0 = the untrained model")
     ap.add_argument("--out", default="runs/pocket")
     ap.add_argument("--rescore", action="store_true",

@@ -13,7 +13,7 @@ COMMANDS: dict[str, Command] = {
     "build": Command("data_gen.cli_build:add_build", "build an SFT curriculum from a configs/data recipe"),
     "inspect": Command("data_gen.cli_build:add_inspect",
                        "print stats and N samples (of one kind) as the model sees them"),
-    "audit": Command("data_gen.cli_build:add_audit", "print the curriculum audit of a data folder (JSON)"),
+    "audit": Command("data_gen.audit:add_audit", "print the curriculum audit of a data folder (JSON)"),
     "validate-trajectories": Command("data_gen.cli_trajectories:register",
                                      "convert recorded trajectories and count rejects by reason"),
     "synthetic": Command("data_gen.cli_synthetic:register", "write seeded synthetic sessions (JSONL)"),

@@ -193,8 +193,23 @@ def audit(rows: list[dict]) -> dict[str, Any]:
     }
 
 
+def add_audit(p) -> None:
+    """``dtw audit`` / ``python -m data_gen audit runs/demo/data``: what the labels teach (:mod:`data_gen.audit`)."""
+    p.add_argument("dir", help="a data_gen output folder (runs/<name>/data)")
+    p.set_defaults(func=_audit)
+
+
+def _audit(args) -> int:
+    import sys
+
+    if not Path(args.dir).is_dir():
+        print(f"error: {args.dir}: no such data folder", file=sys.stderr)
+        return 2
+    print(json.dumps(audit(read_rows(args.dir)), indent=1))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:  # python -m data_gen.audit DIR (= dtw audit DIR)
-    from data_gen.cli_build import add_audit
     from plumbing.subcommands import run_command
 
     return run_command("python -m data_gen.audit", "Print the curriculum audit of a data folder (JSON).",

@@ -195,21 +195,3 @@ def _plain(row: dict) -> str:
         for c in m.get("tool_calls") or []:
             out.append(f"[call {c['function']['name']}] {c['function']['arguments']}")
     return "\n".join(out)
-
-
-def add_audit(p) -> None:
-    """``dtw audit`` / ``python -m data_gen audit runs/demo/data``: what the labels teach (:mod:`data_gen.audit`)."""
-    p.add_argument("dir", help="a data_gen output folder (runs/<name>/data)")
-    p.set_defaults(func=_audit)
-
-
-def _audit(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from .audit import audit, read_rows
-
-    if not Path(args.dir).is_dir():
-        print(f"error: {args.dir}: no such data folder", file=sys.stderr)
-        return 2
-    print(json.dumps(audit(read_rows(args.dir)), indent=1))
-    return 0

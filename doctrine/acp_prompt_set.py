@@ -25,7 +25,7 @@ import os
 import stat
 from pathlib import Path
 
-from doctrine.spec import Doctrine, DoctrineError, normalise_text
+from doctrine.texts import Doctrine, DoctrineError, normalise_text
 
 __all__ = ["PROMPT_KEYS", "export_prompt_set", "read_prompt_set"]
 

@@ -15,7 +15,7 @@ COMMANDS: dict[str, Command] = {
     "rescore": Command("eval.cli:register_rescore", "re-score a run's recorded held-out replies: SRC --out DIR"),
     "probes": Command("eval.workloads.probes.cli:register",
                       "recall probes on recorded trajectories: extract questions, report a run"),
-    "fixtures": Command("eval.cli:register_fixtures", "write the seeded held-out fixture rows (JSONL)"),
+    "fixtures": Command("eval.workloads.fixtures:register_fixtures", "write the seeded held-out fixture rows (JSONL)"),
 }
 
 

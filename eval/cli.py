@@ -101,22 +101,3 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         print_results(out)
     return 0
-
-
-def register_fixtures(p) -> None:
-    """``dtw fixtures OUT.jsonl`` / ``python -m eval fixtures``: the seeded held-out rows of the smoke runs."""
-    p.add_argument("out", help="JSONL file to write (atomically)")
-    p.set_defaults(func=cmd_fixtures)
-
-
-def cmd_fixtures(args: argparse.Namespace) -> int:
-    import json
-
-    from doctrine.spec import resolve_doctrine
-    from eval.workloads.fixtures import held_out_fixture_rows
-    from plumbing.runs import atomic_write_text
-
-    rows = held_out_fixture_rows(resolve_doctrine("v1"))
-    atomic_write_text(args.out, "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows))
-    print(f"{args.out}: {len(rows)} rows")
-    return 0

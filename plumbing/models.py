@@ -237,9 +237,15 @@ def _resolve_embedded(name: str) -> ResolvedModel:
     )
 
 
-def _resolve_tiny(name: str) -> ResolvedModel:
-    from .tiny_model import build_tiny_model
+def build_tiny_model(out_dir: str | Path, cfg: Any = None, tokenizer_spec: str = DEFAULT_MODEL) -> Path:
+    """Write a tiny Llama (``plumbing.tiny_model.TinyModelConfig``, default: the test model)
+    with the tokenizer of ``tokenizer_spec`` to ``out_dir`` and return it."""
+    from .tiny_model import TinyModelConfig, write_tiny_model
 
+    return write_tiny_model(out_dir, cfg or TinyModelConfig(), resolve_model(tokenizer_spec).path, tokenizer_spec)
+
+
+def _resolve_tiny(name: str) -> ResolvedModel:
     out = cache_dir() / "models" / f"tiny-{name}"
     if not (out / "dtw_tiny.json").is_file():
         with _file_lock(out.parent / f".tiny-{name}.lock"):

@@ -12,9 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .models import DEFAULT_MODEL, resolve_model
-
-__all__ = ["TinyModelConfig", "build_tiny_model"]
+__all__ = ["TinyModelConfig", "write_tiny_model"]
 
 
 @dataclass(frozen=True)
@@ -28,9 +26,10 @@ class TinyModelConfig:
     seed: int = 0
 
 
-def build_tiny_model(out_dir: str | Path, cfg: TinyModelConfig = TinyModelConfig(),
-                     tokenizer_spec: str = DEFAULT_MODEL) -> Path:
-    """Write a tiny Llama with the embedded tokenizer to ``out_dir`` and return it.
+def write_tiny_model(out_dir: str | Path, cfg: TinyModelConfig, tokenizer_dir: Path, tokenizer_spec: str) -> Path:
+    """Write a tiny Llama with the tokenizer of the model folder ``tokenizer_dir`` (resolved
+    from ``tokenizer_spec``, which the folder records) to ``out_dir`` and return it.
+    :func:`plumbing.models.build_tiny_model` resolves the spec and calls this.
 
     The same ``cfg`` always yields byte-identical weights (seeded initialisation).
     """
@@ -40,9 +39,8 @@ def build_tiny_model(out_dir: str | Path, cfg: TinyModelConfig = TinyModelConfig
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     out = Path(out_dir)
-    src = resolve_model(tokenizer_spec)
-    tok = AutoTokenizer.from_pretrained(str(src.path))
-    base = json.loads((src.path / "config.json").read_text())
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    base = json.loads((Path(tokenizer_dir) / "config.json").read_text())
     config = LlamaConfig(
         vocab_size=base.get("vocab_size", len(tok)),
         hidden_size=cfg.hidden_size,

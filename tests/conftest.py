@@ -38,6 +38,6 @@ def embedded_model():
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, embedded_model) -> Path:
-    from plumbing.tiny_model import build_tiny_model
+    from plumbing.models import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")

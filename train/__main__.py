@@ -51,7 +51,8 @@ def _cmd_model_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_tiny_model(args: argparse.Namespace) -> int:
-    from plumbing.tiny_model import TinyModelConfig, build_tiny_model
+    from plumbing.models import build_tiny_model
+    from plumbing.tiny_model import TinyModelConfig
 
     out = build_tiny_model(args.out, TinyModelConfig(layers=args.layers, hidden_size=args.hidden,
                                                      seed=args.seed))

@@ -141,8 +141,23 @@ def held_out_fixture_rows(doctrine: Any) -> list[dict[str, Any]]:
     return out
 
 
+def register_fixtures(p) -> None:
+    """``dtw fixtures OUT.jsonl`` / ``python -m eval fixtures``: the seeded held-out rows of the smoke runs."""
+    p.add_argument("out", help="JSONL file to write (atomically)")
+    p.set_defaults(func=cmd_fixtures)
+
+
+def cmd_fixtures(args) -> int:
+    from doctrine.spec import resolve_doctrine
+    from plumbing.runs import atomic_write_text
+
+    rows = held_out_fixture_rows(resolve_doctrine("v1"))
+    atomic_write_text(args.out, "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows))
+    print(f"{args.out}: {len(rows)} rows")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:  # python -m eval.workloads.fixtures OUT.jsonl (= dtw fixtures)
-    from eval.cli import register_fixtures
     from plumbing.subcommands import run_command
 
     return run_command("python -m eval.workloads.fixtures", "Write the seeded held-out fixture rows (JSONL).",

@@ -107,3 +107,28 @@ def test_tiny_model_curve_end_to_end(project_root, tmp_path):
     bad = subprocess.run(cmd[:-4] + ["--steps", "0,3", "--out", str(out)], cwd=project_root,
                          capture_output=True, text=True, timeout=300, env=env)
     assert bad.returncode == 2 and "no adapter checkpoint for step 3" in bad.stderr
+
+
+def test_each_eval_recipe_is_a_question_the_first_primary(lc, project_root, tmp_path):
+    out = tmp_path / "learn"
+    a, b = "configs/eval/pocket_learn_sessions.yaml", "configs/eval/pocket_learn.yaml"
+    assert lc.eval_dir(out, a, 400, 0) == out / "curve" / "step-400"
+    assert lc.eval_dir(out, b, 400, 1) == out / "curve" / "pocket_learn" / "step-400"
+    assert lc.eval_recipes(type("A", (), {"eval_recipe": None})()) == list(lc.DEFAULT_EVAL_RECIPES)
+    base = {("c1", 0): _case("compress", False, False), ("c2", 0): _case("ordinary", False)}
+    seen = {("c1", 0): _case("compress", True, True), ("c2", 0): _case("ordinary", True)}
+    unseen = {("c1", 0): _case("compress", False, False), ("c2", 0): _case("ordinary", True)}
+    import os as _os
+
+    cwd = _os.getcwd()
+    _os.chdir(project_root)
+    try:
+        qs = [lc.question(a, [0, 400], {0: base, 400: seen}), lc.question(b, [0, 400], {0: base, 400: unseen})]
+    finally:
+        _os.chdir(cwd)
+    assert [q["split"] for q in qs] == ["test", "heldout"]
+    curve = {"model": "m", "data_dir": "d", "steps": [0, 400], **lc._primary(qs), "questions": qs, "wall_time_s": {}}
+    assert curve["points"][-1]["vs_step0"]["compress_success"]["diff"] == 1.0
+    lc.write_markdown(curve, tmp_path / "curve.md")
+    text = (tmp_path / "curve.md").read_text()
+    assert "## pocket_learn_sessions: 2 cases of the `test` split" in text and "## pocket_learn: 2 cases" in text

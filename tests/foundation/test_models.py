@@ -105,7 +105,7 @@ def test_local_folder_spec(tiny_model_dir, tmp_path):
 
 
 def test_tiny_model_is_small_deterministic_and_shares_tokenizer(tiny_model_dir, tmp_path, embedded_model):
-    from plumbing.tiny_model import build_tiny_model
+    from plumbing.models import build_tiny_model
 
     info = model_info(str(tiny_model_dir))
     assert info["architecture"] == "LlamaForCausalLM"

@@ -63,8 +63,9 @@ def runs(project_root, sft_data_dir, embedded_model):
     """(fsdp run, single-process run): the FSDP one killed after checkpoint-2 and resumed."""
     import tempfile
 
+    from plumbing.models import build_tiny_model
     from plumbing.recipe_loader import load_config
-    from plumbing.tiny_model import TinyModelConfig, build_tiny_model
+    from plumbing.tiny_model import TinyModelConfig
     from train.export import export_adapter
     from train.recipe import TrainRecipe
     from train.sft import run_training
