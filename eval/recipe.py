@@ -34,7 +34,7 @@ DEFAULT_ARMS = ("full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", 
 # The reference fold: the distilled frame answered by the oracle policy whatever the backend
 # (eval.harness.reference_backend); run only where a recipe names it.
 REFERENCE_ARMS = ("oracle",)
-# The seeds' other policies (eval/policies/): run only where a recipe names them.
+# The seeds' other policies (eval/arms/policies/): run only where a recipe names them.
 POLICY_ARMS = ("compact_tail", "compact_step_cut", "compact_offload", "compact_retry_collapse", "compact_plus",
                "lcm", "full_retention_search")
 ARM_NAMES = DEFAULT_ARMS + REFERENCE_ARMS + POLICY_ARMS
@@ -59,7 +59,7 @@ class ArmSettings(BaseConfig):
     micro_min_chars: int = Field(500, ge=0)  # micro_auto: tool results longer than this are cleared
     micro_keep: int = Field(5, ge=0)  # micro_auto: newest tool results kept
     deterministic_every: int = Field(3, ge=1)  # deterministic: decision points between compressions
-    # The policy arms (eval/policies/, documented in eval/README.md "Arms").
+    # The policy arms (eval/arms/policies/, documented in eval/README.md "Arms").
     tail_share: float = Field(0.2, gt=0, le=1)  # compact_tail/_step_cut/_plus: verbatim tail, share of the window
     offload_preview_chars: int = Field(200, ge=0)  # compact_offload/_plus: head of a saved output shown by its handle
     retry_markers: tuple[str, ...] = Field(  # compact_retry_collapse/_plus: what marks a failed result's first line

@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from doctrine.kernel.chat import content_text
+
 __all__ = [
     "ACP_TAG_RE",
     "REF_RE",
@@ -91,20 +93,11 @@ def strip_acp_tags(text: str) -> tuple[str, list[str]]:
 
 
 def _content_text(content: Any, where: str) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-            # Images and other non-text parts carry nothing the checker can compare.
-        return "\n".join(parts)
-    raise MessageFormatError(f"{where}: content must be a string or a list of parts", int(where.split()[-1]))
+    """The kernel's reading of chat content (``doctrine.kernel.chat.content_text``), for
+    content of a type chat messages have; anything else is a format error naming where."""
+    if content is not None and not isinstance(content, (str, list)):
+        raise MessageFormatError(f"{where}: content must be a string or a list of parts", int(where.split()[-1]))
+    return content_text(content)
 
 
 def _parse_arguments(raw: Any) -> dict[str, Any]:

@@ -25,8 +25,11 @@ def content_hash_id(role: str, content_type: str, tool_call_id: str | None, tool
     return "h_" + hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def _text_of(content: Any) -> str:
-    """Chat content (string, None or a list of parts) as plain text."""
+def content_text(content: Any) -> str:
+    """Chat content as plain text: a string as it is, None as "", a list of parts as its text
+    parts joined with nothing (the parts of one message are one text; images and other
+    non-text parts carry no text). Anything else is ``str(content)``; a reader that must
+    reject it checks the type first (``doctrine.conform.messages``)."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -69,7 +72,7 @@ def flatten(chat_messages: list[dict[str, Any]]) -> list[Message]:
             role = "system"
         given = cm.get("id") if isinstance(cm.get("id"), str) else None
         extra = {k: v for k, v in cm.items() if k not in _CHAT_KEYS}
-        text = _text_of(cm.get("content"))
+        text = content_text(cm.get("content"))
         if role == "tool":
             tcid = cm.get("tool_call_id")
             name = cm.get("name") or call_names.get(tcid or "")

@@ -46,6 +46,22 @@ class Piece:
                 "tokens": self.tokens, "chars": self.chars, "needed": self.needed}
 
 
+def piece_of(start_ref: str, end_ref: str, ids: list[str], by_id: dict[str, Message], state: Any,
+             count: CountTokens, *, needed: bool = False) -> Piece:
+    """The piece from ``start_ref`` to ``end_ref`` over the raw ``ids``, with their sizes."""
+    q = Piece(start_ref, end_ref, needed=needed)
+    for i in ids:
+        m = by_id[i]
+        t = count(m.text)
+        q.ids.append(i)
+        q.refs.append(state.by_raw[i])
+        q.tokens += t
+        q.chars += js_len(m.text)
+        if m.is_tool:
+            q.tool_tokens += t
+    return q
+
+
 def kernel_blocked_ids(view: list[Message], state: Any, config: Any, count: CountTokens) -> set[str]:
     """Raw ids the kernel would refuse to fold now: hard-protected, recent zone, covered."""
     covered = state.covered_ids()
@@ -163,16 +179,7 @@ def _align(p: Piece, members: dict[str, list[str]], units: list[int], view: list
         return [p]
     if not keep:
         return []
-    q = Piece(state.by_raw[keep[0]], state.by_raw[keep[-1]], needed=p.needed)
-    for i in keep:
-        m = by_id[i]
-        t = count(m.text)
-        q.ids.append(i)
-        q.refs.append(state.by_raw[i])
-        q.tokens += t
-        q.chars += js_len(m.text)
-        if m.is_tool:
-            q.tool_tokens += t
+    q = piece_of(state.by_raw[keep[0]], state.by_raw[keep[-1]], keep, by_id, state, count, needed=p.needed)
     # A gap inside keep (a partial unit in the middle) cannot happen: units are contiguous.
     return [q]
 
@@ -253,15 +260,5 @@ def on_visible_refs(pieces: list[Piece], view: list[Message], visible: set[str],
         if first == 0 and last == n - 1 and (p.start_ref, p.end_ref) == (p.refs[s], p.refs[j]):
             out.append(p)
             continue
-        q = Piece(p.refs[s], p.refs[j], needed=p.needed)
-        for i in p.ids[first:last + 1]:
-            m = by_id[i]
-            t = count(m.text)
-            q.ids.append(i)
-            q.refs.append(state.by_raw[i])
-            q.tokens += t
-            q.chars += js_len(m.text)
-            if m.is_tool:
-                q.tool_tokens += t
-        out.append(q)
+        out.append(piece_of(p.refs[s], p.refs[j], p.ids[first:last + 1], by_id, state, count, needed=p.needed))
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from eval.arms import KERNEL_TOOLS, ArmInfo
+from eval.arms import KERNEL_TOOLS, ArmInfo, apply_reply
 from eval.workloads.base import RunContext, call_record, safe_complete
 from plumbing.chat_backend import Request
 
@@ -20,6 +20,22 @@ def kernel_calls(info: ArmInfo, tool_calls: list[dict[str, Any]]) -> list[dict[s
     """The calls of ``tool_calls`` that the arm's context machinery applies, in order."""
     names = KERNEL_TOOLS if info.kind == "kernel" else info.tools
     return [c for c in tool_calls if (c.get("function") or {}).get("name") in names]
+
+
+def route_reply(state: Any, env: Any, view: Any, info: ArmInfo, reply: dict[str, Any],
+                rec: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    """Apply the kernel calls of ``reply`` (:func:`kernel_calls`) to ``state`` and count them in
+    the call record ``rec``; returns the reply's task calls and whether it held a kernel call.
+    A reply of kernel calls only is a context decision: the task does not advance."""
+    tcs = reply.get("tool_calls") or []
+    kernel = kernel_calls(info, tcs)
+    if not kernel:
+        return tcs, False
+    applied = apply_reply(state, env, view, {"content": reply.get("content") or "", "tool_calls": kernel})
+    rec.update(kernel_errors=applied["kernel_errors"], compress_attempted=applied["compress_attempted"],
+               compress_ok=applied["compress_ok"], recovery=applied["recovery"],
+               recovered=applied["recovered"], refetched=applied["refetched"])
+    return [c for c in tcs if c not in kernel], True
 
 
 def summariser(ctx: RunContext, calls: list[dict[str, Any]],

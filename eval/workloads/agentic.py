@@ -26,9 +26,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
-from eval.policies.tools import tool_counts
-from eval.workloads.agent_loop import kernel_calls, summariser
+from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState
+from eval.arms.policies.tools import tool_counts
+from eval.workloads.agent_loop import route_reply, summariser
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.marathon.tasks import marathon_with_repos, run_tool
 from eval.workloads.marathon.ts_repo import TsRepo
@@ -107,15 +107,9 @@ def run_agentic_task(task: AgenticTask, arm: str, seed: int, ctx: RunContext, ma
         rec = call_record("agent", None, comp, view=view, turn=turn)
         calls.append(rec)
         reply = comp.message
-        tcs = reply.get("tool_calls") or []
-        kernel = kernel_calls(info, tcs)
-        if kernel:
-            applied = apply_reply(state, env, view, {"content": reply.get("content") or "", "tool_calls": kernel})
-            rec.update(kernel_errors=applied["kernel_errors"], recovery=applied["recovery"],
-                       recovered=applied["recovered"], refetched=applied["refetched"])
-            tcs = [c for c in tcs if c not in kernel]
-            if not tcs:
-                continue  # a context decision, not a task action: the script does not advance
+        tcs, decided = route_reply(state, env, view, info, reply, rec)
+        if decided and not tcs:
+            continue  # a context decision, not a task action: the script does not advance
         if script:
             script.pop(0)
         if not tcs:

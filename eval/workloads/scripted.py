@@ -8,7 +8,7 @@ each step boundary and at every shown nudge (kernel arms: compress, decline or r
 ``decide_at: nudge`` skips the step-boundary call when no nudge is shown and
 ``max_decisions_per_step`` caps the calls per step, for slow CPU runs),
 to write a summary (auto-compaction, deterministic engine), and to answer probe steps (an
-arm with recovery tools, ``eval/policies/``, may call them first: up to ``MAX_RECOVERY`` calls,
+arm with recovery tools, ``eval/arms/policies/``, may call them first: up to ``MAX_RECOVERY`` calls,
 run by ``apply_reply``; the oracle calls them for the facts its view lacks).
 
 Per case: calls, billed tokens, mean/peak context, compressions succeeded/attempted,
@@ -29,10 +29,10 @@ from pydantic import Field
 from data_gen.synthetic import generate
 from doctrine.session import Session, SessionError
 from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
+from eval.arms.policies.registry import recovery_hint
+from eval.arms.policies.tools import tool_counts
 from eval.judges import contains, fact_recall, visible_text
 from eval.metrics import scripted_metrics
-from eval.policies.registry import recovery_hint
-from eval.policies.tools import tool_counts
 from eval.workloads.agent_loop import summariser
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply

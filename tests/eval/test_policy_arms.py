@@ -1,4 +1,4 @@
-"""The seeds' other context policies (eval/policies/): one test per mechanism, then a run."""
+"""The seeds' other context policies (eval/arms/policies/): one test per mechanism, then a run."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from eval.arms import ARM_INFO, ARMS, SUMMARY_PREFIX, ArmEnv, ArmState, View, apply_reply
-from eval.policies import compaction, lcm, retention
-from eval.policies.compaction import message_cut, message_tokens, retry_chains, step_cut
+from eval.arms.policies import compaction, lcm, retention
+from eval.arms.policies.compaction import message_cut, message_tokens, retry_chains, step_cut
 from plumbing.tokens import default_count_tokens
 
 from .conftest import call, tool_protocol_ok

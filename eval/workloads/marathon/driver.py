@@ -21,11 +21,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from eval.arms import ARM_INFO, ARMS, ArmState, apply_reply
+from eval.arms import ARM_INFO, ARMS, ArmState
+from eval.arms.policies.tools import tool_counts
 from eval.judges import fact_recall, visible_text
 from eval.metrics import scripted_metrics
-from eval.policies.tools import tool_counts
-from eval.workloads.agent_loop import kernel_calls, summariser
+from eval.workloads.agent_loop import route_reply, summariser
 from eval.workloads.base import RunContext, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply
 from eval.workloads.marathon.tasks import run_tool
@@ -108,16 +108,9 @@ def run_agentic_marathon(session: Any, snaps: dict[int, Any], afters: dict[int, 
             rec = call_record("agent", None, comp, view=view, step=step.index, turn=turn)
             calls.append(rec)
             reply = comp.message
-            tcs = reply.get("tool_calls") or []
-            kernel = kernel_calls(info, tcs)
-            if kernel:
-                applied = apply_reply(state, env, view, {"content": reply.get("content") or "", "tool_calls": kernel})
-                rec.update(kernel_errors=applied["kernel_errors"], compress_attempted=applied["compress_attempted"],
-                           compress_ok=applied["compress_ok"], recovery=applied["recovery"],
-                           recovered=applied["recovered"], refetched=applied["refetched"])
-                tcs = [c for c in tcs if c not in kernel]
-                if not tcs:
-                    continue  # a context decision: the task goes on
+            tcs, decided = route_reply(state, env, view, info, reply, rec)
+            if decided and not tcs:
+                continue  # a context decision: the task goes on
             if ask and not tcs and not (reply.get("content") or "").strip():
                 continue
             if script:

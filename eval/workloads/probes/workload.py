@@ -39,10 +39,10 @@ from pydantic import Field
 from data_gen.sources.swe_rebench import to_session
 from doctrine.session import Fact
 from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply, force_compaction
+from eval.arms.policies.registry import recovery_hint
+from eval.arms.policies.tools import tool_counts
 from eval.judges import contains, visible_text
 from eval.metrics import mean
-from eval.policies.registry import recovery_hint
-from eval.policies.tools import tool_counts
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, summary_reply
 from eval.workloads.probes.cases import (

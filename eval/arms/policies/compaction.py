@@ -26,9 +26,10 @@ import dataclasses
 from functools import partial
 from typing import Any
 
-from eval.arms import CLEARED, ArmEnv, ArmState, Compaction, Parts, View, compacted_view
+from eval.arms.base import CLEARED, ArmEnv, ArmState, View
+from eval.arms.baselines import Compaction, Parts, compacted_view
+from eval.arms.policies.tools import ToolRun, function_schema, note_opened
 from eval.judges import contains
-from eval.policies.tools import ToolRun, function_schema, note_opened
 from plumbing.chat_backend import prompt_text
 
 __all__ = ["ARMS", "TOOLS", "collapse_retries", "message_cut", "offload_cleared", "read_tool_output", "step_cut",

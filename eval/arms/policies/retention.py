@@ -16,11 +16,11 @@ import dataclasses
 from typing import Any
 
 from doctrine.kernel.search import SearchDoc, hybrid_scores, make_preview
-from eval.arms import ArmEnv, ArmState, View, _tokens, last_user_index
+from eval.arms.base import ArmEnv, ArmState, View, _tokens, last_user_index
+from eval.arms.policies.compaction import step_cut_index
+from eval.arms.policies.lcm import render_message
+from eval.arms.policies.tools import ToolRun, function_schema, note_opened
 from eval.judges import contains
-from eval.policies.compaction import step_cut_index
-from eval.policies.lcm import render_message
-from eval.policies.tools import ToolRun, function_schema, note_opened
 
 __all__ = ["ARMS", "TOOLS", "full_retention_search", "read_history", "search_history"]
 

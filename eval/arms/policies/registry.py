@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from eval.arms.policies import compaction, lcm, retention
+from eval.arms.policies.tools import tool_call
 from eval.judges import contains
-from eval.policies import compaction, lcm, retention
-from eval.policies.tools import tool_call
 
 __all__ = ["POLICY_ARMS", "recovery_hint", "register"]
 
@@ -15,7 +15,7 @@ POLICY_ARMS = (*compaction.ARMS, *lcm.ARMS, *retention.ARMS)
 
 def register(arms: dict[str, Any], info: dict[str, Any], summarisers: set[str], forcers: dict[str, Any],
              tools: dict[str, Any]) -> None:
-    from eval.arms import ArmInfo
+    from eval.arms.base import ArmInfo
 
     for mod in (compaction, lcm, retention):
         for name, fn in mod.ARMS.items():

@@ -1,4 +1,4 @@
-"""``python -m eval.policies.table RUN_DIR ...``: the policy-arm table of eval/README.md.
+"""``python -m eval.policy_table RUN_DIR ...``: the policy-arm table of eval/README.md.
 
 Per workload and arm of finished eval runs (``python -m eval report RUN_DIR`` first: the
 probe figures and their intervals are the report's own, from ``report/report.json``):
@@ -52,7 +52,7 @@ def table(run_dir: str | Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args:
-        print("usage: python -m eval.policies.table RUN_DIR [RUN_DIR ...]", file=sys.stderr)
+        print("usage: python -m eval.policy_table RUN_DIR [RUN_DIR ...]", file=sys.stderr)
         return 2
     for d in args:
         try:

@@ -26,10 +26,10 @@ import dataclasses
 import json
 from typing import Any
 
-from eval.arms import SUMMARY_PROMPT, ArmEnv, ArmState, View, _tokens, last_user_index
+from eval.arms.base import SUMMARY_PROMPT, ArmEnv, ArmState, View, _tokens, last_user_index
+from eval.arms.policies.compaction import message_tokens, step_cut_index, step_units
+from eval.arms.policies.tools import ToolRun, function_schema, note_opened
 from eval.judges import contains
-from eval.policies.compaction import message_tokens, step_cut_index, step_units
-from eval.policies.tools import ToolRun, function_schema, note_opened
 
 __all__ = ["ARMS", "TOOLS", "expand", "force", "lcm"]
 

@@ -1,0 +1,165 @@
+"""What every arm shares: the arm's description (:class:`ArmInfo`), the session-wide settings
+(:class:`ArmEnv`), one session's memory (:class:`ArmState`), what the model is shown
+(:class:`View`), and the helpers that build a view from chat messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from plumbing.chat_backend import prompt_text
+
+__all__ = ["CLEARED", "SUMMARY_PREFIX", "SUMMARY_PROMPT", "ArmEnv", "ArmInfo", "ArmState", "View",
+           "last_user_index", "protocol_safe_tail"]
+
+# The baselines' one summary prompt (generic, as a threshold compactor would use).
+SUMMARY_PROMPT = ("Summarise the conversation above so that the work can continue from the summary "
+                  "alone. Keep file paths, line numbers, error messages, exact values, decisions and "
+                  "the user's requests. Reply with the summary text only.")
+CLEARED = "[Old tool result content cleared]"
+SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
+
+
+@dataclass(frozen=True)
+class ArmInfo:
+    kind: str  # "baseline" | "kernel"
+    prompt_mode: str | None = None  # kernel arms: "doctrine" | "distilled" | None (no doctrine)
+    use_adapter: bool = False
+    nudges: bool = False
+    tools: tuple[str, ...] = ()  # policy arms: the recovery tools the arm serves (eval/arms/policies/tools.py)
+    reference: bool = False  # answered by the oracle policy (the labeler), whatever the run's backend
+
+
+@dataclass
+class ArmEnv:
+    window: int
+    count_tokens: Callable[[str], int]
+    summarise: Callable[[list[dict[str, Any]], str], str]
+    doctrine: Any = None  # doctrine.spec.Doctrine (kernel arms)
+    task_tools: list[dict[str, Any]] = field(default_factory=list)
+    system_prompt: str = ""
+    kernel_overrides: dict[str, Any] = field(default_factory=dict)
+    compact_threshold: float = 0.8
+    sliding_fraction: float = 0.75
+    micro_min_chars: int = 500
+    micro_keep: int = 5
+    deterministic_every: int = 3  # decision points between engine compressions
+    gate: str = "aggressive"  # gate preset of the serving profile (doctrine.kernel.profile)
+    host: str = "proxy"  # host variant of the serving profile
+    nudge_style: str = "list"
+    # The seeds' other policies (eval/arms/policies/; the settings are documented in eval/README.md).
+    tail_share: float = 0.2  # compact_tail / compact_step_cut / compact_plus: verbatim tail, share of the window
+    offload_preview_chars: int = 200  # compact_offload / compact_plus: head of a saved output left beside its handle
+    retry_markers: tuple[str, ...] = ("ERROR", "Error:", "error:", "command not found", "No such file or directory")
+    lcm_soft: float = 0.7  # lcm: the engine compacts once the context passes this share of the window
+    lcm_target: float = 0.5  # lcm: ... until it is back under this share
+    lcm_fresh_share: float = 0.25  # lcm: the newest messages, up to this share of the window, stay raw
+    lcm_leaf_share: float = 0.1  # lcm: at most this share of the window goes into one leaf summary
+    lcm_fanout: int = 4  # lcm: this many same-depth summaries in a row are condensed into one
+    lcm_summary_chars: int = 600  # lcm: the longest summary text
+    lcm_summary: str = "extractive"  # lcm: "extractive" (engine, no model call) or "model" (extractive fallback)
+    retention_share: float = 0.5  # full_retention_search: the recent window kept in the context
+    search_limit: int = 5  # full_retention_search: hits one search_history call returns
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)  # profiles, frames
+
+
+@dataclass
+class ArmState:
+    history: list[dict[str, Any]] = field(default_factory=list)  # chat messages with stable "id"
+    summary: str | None = None  # auto-compaction summary
+    cut: int = 0  # history index where the post-summary tail starts
+    kernel_state: Any = None
+    calls: int = 0  # decision points seen
+    compressions_attempted: int = 0
+    compressions_succeeded: int = 0
+    kernel_errors: list[str] = field(default_factory=list)
+    exchange_seq: int = 0
+    seen_len: int = -1  # history length at the last context build (the deterministic clock)
+    overflows: int = 0  # requests sent larger than the window (after the host's emergency path)
+    policy: dict[str, Any] = field(default_factory=dict)  # policy arms' own state (eval/arms/policies/)
+
+
+@dataclass
+class View:
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    retained_messages: int
+    retained_tokens: int
+    doctrine_tokens: int = 0
+    nudge_shown: bool = False
+    nudge_text: str = ""
+    flat: list[Any] | None = None  # kernel arms: the flat input of this turn
+    decision: Any = None  # kernel arms: the kernel's NudgeDecision (hindsight policies read it)
+    kernel_before: Any = None  # kernel arms: the CompressionState this turn started from
+    token_count: int = 0  # kernel arms: the size estimate the kernel decided on
+    model_view: Any = None  # kernel arms: render_for_model's ModelView
+    events: list[dict[str, Any]] = field(default_factory=list)  # compactions done before the call
+    sent_tokens: int = 0  # kernel arms: the request as sent, in the profile's usage counter
+    overflow: bool = False  # kernel arms: sent_tokens > window
+    profile: Any = None  # kernel arms: the ServingProfile the request was rendered under
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _strip(m: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in m.items() if k != "id"}
+
+
+def _system(env: ArmEnv) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": env.system_prompt}] if env.system_prompt else []
+
+
+def _tokens(env: ArmEnv, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    return env.count_tokens(prompt_text(messages, tools))
+
+
+def _split_question(history: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(history before the question, [question]): a trailing user message is the question."""
+    if history and history[-1].get("role") == "user":
+        return history[:-1], history[-1:]
+    return history, []
+
+
+def protocol_safe_tail(messages: list[dict[str, Any]], start: int) -> int:
+    """Move a cut at ``start`` towards newer messages until no tool exchange is split.
+
+    A retained tool result must have its call retained, and a retained call must keep all
+    of its results: leading tool results are dropped, and so is a leading assistant call
+    whose results are not all inside the retained part.
+    """
+    n = len(messages)
+    while start < n:
+        m = messages[start]
+        if m.get("role") == "tool":
+            start += 1
+            continue
+        calls = {c.get("id") for c in (m.get("tool_calls") or [])}
+        if calls:
+            later = {x.get("tool_call_id") for x in messages[start + 1:] if x.get("role") == "tool"}
+            if not calls <= later:
+                start += 1
+                continue
+        break
+    return start
+
+
+def _view(env: ArmEnv, body: list[dict[str, Any]], retained: int) -> View:
+    msgs = _system(env) + [_strip(m) for m in body]
+    return View(msgs, list(env.task_tools), retained, _tokens(env, msgs, env.task_tools))
+
+
+def last_user_index(history: list[dict[str, Any]]) -> int:
+    return max((i for i, m in enumerate(history) if m.get("role") == "user"), default=0)
+
+
+def _append_exchange(state: ArmState, name: str, args: dict[str, Any], result: str, call_id: str,
+                     content: str = "") -> None:
+    state.exchange_seq += 1
+    sid = f"a{state.exchange_seq:05d}"  # inserted actions map to no session message
+    state.history.append({"id": sid, "role": "assistant", "content": content, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}]})
+    state.history.append({"id": sid + "#result", "role": "tool", "tool_call_id": call_id, "name": name, "content": result})
