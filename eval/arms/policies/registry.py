@@ -1,4 +1,4 @@
-"""Adds the policy arms to ``eval.arms``' registries (called once, at the end of eval/arms.py)."""
+"""Adds the policy arms to ``eval.arms``' registries (called once, by eval/arms/catalog.py)."""
 
 from __future__ import annotations
 
