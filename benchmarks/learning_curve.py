@@ -239,7 +239,8 @@ def write_plot(curve: dict[str, Any], path: Path) -> bool:
     ax.set_ylabel("share of held-out decisions")
     ax.set_ylim(-0.02, 1.02)
     ax.legend(loc="best", fontsize=8)
-    ax.set_title("held-out decisions against training steps (95 % intervals)", fontsize=9)
+    what = f"{curve['question']}: `{curve.get('split')}` split, " if curve.get("question") else ""
+    ax.set_title(f"held-out decisions against training steps ({what}95 % intervals)", fontsize=9)
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=110)
@@ -370,7 +371,8 @@ def question(recipe: str, steps: list[int], rows: dict[int, dict[Any, dict[str, 
 
 def _primary(questions: list[dict[str, Any]]) -> dict[str, Any]:
     q = questions[0]
-    return {"points": q["points"], "n_cases": q["n_cases"], "eval_recipe": q["eval_recipe"], "split": q["split"]}
+    return {"points": q["points"], "n_cases": q["n_cases"], "eval_recipe": q["eval_recipe"], "split": q["split"],
+            "question": q["name"]}
 
 
 def rescore_curve(args: argparse.Namespace) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .attribution import misattributed_quotes
 from .drop import DropViolation, find_drop_violations
 from .extract import extract_keep_items
 from .extract import source_messages as _source_messages
@@ -177,6 +178,7 @@ def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine
     u = settings.usability
     all_items = [it for v in items.values() for it in v]
     usable = check_usability(summary, [m.text for m in msgs], all_items)
+    usable.misattributed = misattributed_quotes(summary, msgs)
     unusable = False
     if usable.share > u["max_unusable_share"]:
         unusable = True
@@ -188,14 +190,17 @@ def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine
     if usable.invented_quotes:
         unusable = True
         reasons.append(f"quoted text not in the source: {'; '.join(q[:40] for q in usable.invented_quotes[:3])}")
+    if usable.misattributed:
+        unusable = True
+        reasons.append(f"quote(s) the cited message does not hold: {'; '.join(q[:50] for q in usable.misattributed[:3])}")
     if usable.altered_values:
         unusable = True
         reasons.append(f"value(s) altered from the source: {'; '.join(usable.altered_values[:3])}")
     if usable.stale_values:
         unusable = True
         reasons.append(f"superseded value(s) given as current: {'; '.join(usable.stale_values[:3])}")
-    n_wrong = (len(usable.invented_numbers) + len(usable.invented_quotes) + len(usable.altered_values)
-               + len(usable.stale_values))
+    n_wrong = (len(usable.invented_numbers) + len(usable.invented_quotes) + len(usable.misattributed)
+               + len(usable.altered_values) + len(usable.stale_values))
     usability_factor = max(0.0, 1.0 - u["penalty"] * usable.share) * (u["wrong_value_factor"] ** min(n_wrong, 3))
 
     d = settings.drop

@@ -70,6 +70,8 @@ class UsabilityReport:
     # Backticked spans (a value, a path, an error line quoted from the source) whose text is
     # in no source message: a quote the summary made up, which a later reader would trust.
     invented_quotes: list[str] = field(default_factory=list)
+    # Quotes on a line citing one message that the message does not hold (attribution.py).
+    misattributed: list[str] = field(default_factory=list)
     altered_values: list[str] = field(default_factory=list)
     stale_values: list[str] = field(default_factory=list)
     share: float = 0.0

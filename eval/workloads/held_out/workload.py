@@ -111,27 +111,48 @@ def load_rows(data_dir: str | Path, split: str = "test", limit: int | None = Non
     return rows
 
 
+def _spread(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` reordered so that picks spread over sessions and families: every session's
+    first row (one family after the other: the first session of each family, then the second
+    of each...), then every session's second row, and so on; file order within a round. A row
+    without a session id is its own session."""
+    seen_in: dict[Any, int] = {}
+    fam_sessions: dict[Any, list[Any]] = {}
+    keyed = []
+    for i, r in enumerate(rows):
+        meta = r["meta"]
+        session = meta.get("session_id") or ("row", i)
+        family = meta.get("family")
+        sessions = fam_sessions.setdefault(family, [])
+        if session not in sessions:
+            sessions.append(session)
+        keyed.append(((seen_in.get(session, 0), sessions.index(session), i), r))
+        seen_in[session] = seen_in.get(session, 0) + 1
+    return [r for _, r in sorted(keyed, key=lambda kv: kv[0])]
+
+
 def select_rows(rows: list[dict[str, Any]], *, kinds: list[str] | None = None, per_kind: int | None = None,
                 windows: list[int] | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-    """Rows in file order whose ``meta.kind`` is in ``kinds`` and ``meta.window`` in
-    ``windows`` (either unset: any), at most ``per_kind`` of each kind, at most ``limit``
-    in all. ``per_kind: 1`` over the kinds gives a small eval that still sees each decision."""
+    """Rows whose ``meta.kind`` is in ``kinds`` and ``meta.window`` in ``windows`` (either
+    unset: any), at most ``per_kind`` of each kind, at most ``limit`` in all. With
+    ``per_kind`` the picks of a kind spread over sessions and families (:func:`_spread`), so
+    n cases are as many sessions as the split has, not a few sessions' consecutive decision
+    points; without it, file order. ``per_kind: 1`` over the kinds gives a small eval that
+    still sees each decision."""
     wanted = set(kinds) if kinds else None
     sizes = {int(w) for w in windows} if windows else None
-    seen: dict[str, int] = {}
-    out = []
-    for r in rows:
-        kind = str(r["meta"].get("kind"))
-        if wanted is not None and kind not in wanted:
-            continue
-        if sizes is not None and r["meta"].get("window") not in sizes:
-            continue
-        if per_kind is not None and seen.get(kind, 0) >= int(per_kind):
-            continue
-        seen[kind] = seen.get(kind, 0) + 1
-        out.append(r)
-        if limit is not None and len(out) >= int(limit):
-            break
+    pool = [(i, r) for i, r in enumerate(rows) if (wanted is None or str(r["meta"].get("kind")) in wanted)
+            and (sizes is None or r["meta"].get("window") in sizes)]
+    if per_kind is not None:
+        by_kind: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        for i, r in pool:
+            by_kind.setdefault(str(r["meta"].get("kind")), []).append((i, r))
+        index = {id(r): i for i, r in pool}
+        picked = [r for v in by_kind.values() for r in _spread([r for _, r in v])[:int(per_kind)]]
+        pool = sorted(((index[id(r)], r) for r in picked), key=lambda ir: ir[0])
+    out = [r for _, r in pool]
+    if limit is not None:
+        out = out[:int(limit)]
     if kinds:  # order by the recipe's kind list, so the cases read in that order
         rank = {k: i for i, k in enumerate(kinds)}
         out.sort(key=lambda r: rank[str(r["meta"].get("kind"))])

@@ -125,3 +125,22 @@ def test_a_quote_with_words_in_no_source_is_invented(cases):
     r = check_summary(src, made_up)
     assert r.usability.invented_quotes == ["retries = BATCH_VALUE"]
     assert not r.passed and any(x.startswith("quoted text not in the source") for x in r.reasons)
+
+
+def test_a_quote_the_cited_message_does_not_hold_is_misattributed(cases):
+    from doctrine.conform.attribution import misattributed_quotes
+    from doctrine.conform.extract import source_messages
+
+    src = cases["terse/arrow_and_created"].source
+    msgs = source_messages(src)
+    ref = next(m.ref for m in msgs if m.kind == "tool-result" and "PASS src/app.test.ts" in m.text)
+    # The test run's own line, cited to it: what a reader finds when they restore it.
+    right = f"- Ran the tests ({ref}): `PASS src/retry.test.ts`"
+    assert misattributed_quotes(right, msgs) == []
+    # The same quote cited to the first tool result (the grep), which does not hold it.
+    other = next(m.ref for m in msgs if m.kind == "tool-result" and "retries = 2" in m.text)
+    wrong = f"- Ran the tests ({other}): `PASS src/retry.test.ts`"
+    assert misattributed_quotes(wrong, msgs) == [f"`PASS src/retry.test.ts` ({other})"]
+    # A line naming a block quotes the block; a line citing two messages is not judged.
+    assert misattributed_quotes(f"- SUPERSEDED by b3 (`x = 1`): ({other})", msgs) == []
+    assert misattributed_quotes(f"- ({other}, {ref}): `PASS src/retry.test.ts`", msgs) == []
