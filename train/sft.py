@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -84,23 +85,34 @@ def latest_checkpoint(ckpt_dir: Path) -> Path | None:
     return max(cands, key=lambda p: int(p.name.split("-")[-1]), default=None)
 
 
+@dataclass
+class Curriculum:
+    """The tokenised splits a run trains on, with their counts for the manifest."""
+
+    train: Any
+    eval: Any
+    train_rejects: dict[str, int]
+    eval_rejects: dict[str, int]
+    train_samples: int
+    target_tokens: int
+    total_tokens: int
+    merging: dict[str, Any] | None = None  # data.shared_prefix: what merging did
+
+
 def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, log=print,
                  callbacks: list | None = None) -> Path:
-    # ------------------------------------------------------------------ setup
+    """Train ``recipe`` into ``<out>/train/`` (checkpoints, final adapter, metrics, manifest
+    last); a complete stage is skipped unless ``resume``. Returns the stage folder."""
     import torch
     from accelerate import PartialState
-    from peft import LoraConfig
-    from trl import SFTConfig
 
     from plumbing.chat_templates import choose_template
-    from plumbing.models import load_model, load_tokenizer, resolve_model
+    from plumbing.models import load_tokenizer, resolve_model
 
-    from .data import check_data_dir, load_split, tokenize_split
-    from .fsdp import fsdp_activation_checkpointing
-    from .trainer import ProjectSFTTrainer
+    from .data import check_data_dir
 
     # On a machine without CUDA every process is a CPU worker (MULTI_CPU over gloo when launched
-    # with several processes); TrainingArguments(use_cpu=True) below agrees with this.
+    # with several processes); TrainingArguments(use_cpu=True) agrees with this.
     state = PartialState(cpu=not torch.cuda.is_available())
     run = RunDir.create(out)
     stage = run.stage("train")
@@ -113,45 +125,92 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
         (stage / "manifest.json").unlink()  # resuming: the stage is incomplete until the end
     ckpt_dir = stage / "checkpoints"
 
-    # ------------------------------------------------------------------ data
     data_manifest = check_data_dir(recipe.data.dir)
     resolved = resolve_model(recipe.model.spec)
     tokenizer = load_tokenizer(resolved, trust_remote_code=recipe.model.trust_remote_code)
     choice = choose_template(tokenizer, recipe.model.chat_template)
     tokenizer.chat_template = choice.template
+    data = load_curriculum(recipe, tokenizer, choice.template, state, log)
+    model, peft_config = build_model(recipe, resolved)
+    trainer, bf16 = build_trainer(recipe, model, peft_config, tokenizer, data, ckpt_dir, callbacks, log)
+
+    resume_from = latest_checkpoint(ckpt_dir) if resume else None
+    if resume and resume_from is None:
+        log(f"[train] --resume: no checkpoint in {ckpt_dir}, starting from step 0")
+    result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    check_finite(trainer, losses, result.training_loss, recipe.trainer.learning_rate)
+
+    final = stage / "final"
+    trainer.save_model(str(final))  # under FSDP: the gathered adapter (train/fsdp.py)
+    if state.is_main_process:
+        tokenizer.save_pretrained(str(final))
+        metrics = {
+            "global_step": trainer.state.global_step,
+            # The whole run's mean: log_history is restored on --resume, while the trainer's own
+            # training_loss averages only the steps of this process.
+            "train_loss": sum(losses) / len(losses) if losses else result.training_loss,
+            "losses": losses,
+            "train_runtime_s": result.metrics.get("train_runtime"),
+            "world_size": state.num_processes,
+            "distributed_type": str(state.distributed_type).split(".")[-1],
+            "resumed_from": resume_from.name if resume_from else None,
+            "log_history": trainer.state.log_history,
+        }
+        atomic_write_json(stage / "metrics.json", metrics)
+        write_train_manifest(stage, recipe, data, data_manifest, metrics, resolved=resolved.to_manifest(),
+                             template_source=choice.source, bf16=bf16, final=final, started=started)
+        log(f"[train] done: {trainer.state.global_step} steps, loss {result.training_loss:.4f} -> {final}")
+    state.wait_for_everyone()
+    return stage
+
+
+def load_curriculum(recipe: TrainRecipe, tokenizer: Any, template: str, state: Any, log=print) -> Curriculum:
+    """The recipe's train (and eval) split tokenised through ``template``, samples over
+    ``data.max_length`` dropped and counted; merged per session with ``data.shared_prefix``."""
+    from .data import load_split, tokenize_split
+
     shared = recipe.data.shared_prefix
     with state.main_process_first():
         train_raw = load_split(recipe.data.dir, recipe.data.train_split)
         train_ds, train_rejects = tokenize_split(
-            train_raw, tokenizer, choice.template, max_length=recipe.data.max_length,
+            train_raw, tokenizer, template, max_length=recipe.data.max_length,
             prompt_mode=recipe.data.prompt_mode, max_samples=recipe.data.max_train_samples, with_keys=shared)
         eval_ds, eval_rejects = None, {}
         if recipe.data.eval_split and recipe.trainer.eval_steps:
             eval_raw = load_split(recipe.data.dir, recipe.data.eval_split)
             eval_ds, eval_rejects = tokenize_split(
-                eval_raw, tokenizer, choice.template, max_length=recipe.data.max_length,
+                eval_raw, tokenizer, template, max_length=recipe.data.max_length,
                 prompt_mode=recipe.data.prompt_mode, max_samples=recipe.data.max_eval_samples, with_keys=shared)
     if len(train_ds) == 0:
         raise RuntimeError(f"no trainable samples in {recipe.data.dir} (rejected: {train_rejects})")
-    train_samples = len(train_ds)
-    target_tokens = sum(sum(m) for m in train_ds["assistant_masks"])
-    total_tokens = sum(len(x) for x in train_ds["input_ids"])
-    merging: dict[str, Any] | None = None
+    data = Curriculum(train_ds, eval_ds, train_rejects, eval_rejects, len(train_ds),
+                      sum(sum(m) for m in train_ds["assistant_masks"]), sum(len(x) for x in train_ds["input_ids"]))
     if shared:
         from .shared_prefix import merge_split
 
-        train_ds, merging = merge_split(train_ds, train_ds["session_key"], train_ds["step"], recipe.data.max_length)
+        data.train, data.merging = merge_split(train_ds, train_ds["session_key"], train_ds["step"],
+                                               recipe.data.max_length)
         if eval_ds is not None:
-            eval_ds, _ = merge_split(eval_ds, eval_ds["session_key"], eval_ds["step"], recipe.data.max_length)
-        log(f"[train] shared prefix: {merging['samples']} samples in {merging['sequences']} sequences, "
-            f"{merging['sample_tokens']:,} -> {merging['merged_tokens']:,} tokens "
-            f"({merging['sample_tokens'] / max(1, merging['merged_tokens']):.2f}x fewer)")
+            data.eval, _ = merge_split(eval_ds, eval_ds["session_key"], eval_ds["step"], recipe.data.max_length)
+        m = data.merging
+        log(f"[train] shared prefix: {m['samples']} samples in {m['sequences']} sequences, "
+            f"{m['sample_tokens']:,} -> {m['merged_tokens']:,} tokens "
+            f"({m['sample_tokens'] / max(1, m['merged_tokens']):.2f}x fewer)")
+    return data
 
-    # ------------------------------------------------------------------ model
+
+def build_model(recipe: TrainRecipe, resolved: Any) -> tuple[Any, Any]:
+    """The base model (attention, quantisation as the recipe asks) and its LoRA config."""
+    import torch
+    from peft import LoraConfig
+
+    from plumbing.models import load_model
+
     model_kwargs: dict[str, Any] = {}
     if recipe.model.attn_implementation:
         model_kwargs["attn_implementation"] = recipe.model.attn_implementation
-    if shared:
+    if recipe.data.shared_prefix:
         from .shared_prefix import register_attention
 
         # Block-wise attention over the merged sequence (sdpa inside, no N x N mask).
@@ -172,9 +231,21 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
         target_modules=recipe.lora.target_modules, use_dora=recipe.lora.use_dora,
         layers_to_transform=recipe.lora.layers,
         modules_to_save=recipe.lora.modules_to_save or None, bias="none", task_type="CAUSAL_LM")
+    return model, peft_config
 
-    # ------------------------------------------------------------------ trainer
+
+def build_trainer(recipe: TrainRecipe, model: Any, peft_config: Any, tokenizer: Any, data: Curriculum,
+                  ckpt_dir: Path, callbacks: list | None, log=print) -> tuple[Any, bool]:
+    """The project's SFT trainer over ``data`` (its collator guarded against batches with no
+    target token) and whether it runs in bf16."""
+    import torch
+    from trl import SFTConfig
+
+    from .fsdp import fsdp_activation_checkpointing
+    from .trainer import ProjectSFTTrainer
+
     t = recipe.trainer
+    shared = recipe.data.shared_prefix
     bf16 = resolve_bf16(t.bf16)
     if t.bf16 == "auto":
         log(f"[train] bf16 auto -> {'on' if bf16 else 'off'} ({bf16_support()})")
@@ -200,7 +271,7 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
         max_steps=t.max_steps,
         num_train_epochs=t.num_train_epochs,
         logging_steps=t.logging_steps,
-        eval_strategy="steps" if eval_ds is not None else "no",
+        eval_strategy="steps" if data.eval is not None else "no",
         eval_steps=t.eval_steps,
         save_strategy="steps",
         save_steps=t.save_steps,
@@ -223,58 +294,36 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
         from .shared_prefix import SharedPrefixCollator
 
         collator = SharedPrefixCollator()
-    trainer = ProjectSFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds,
+    trainer = ProjectSFTTrainer(model=model, args=args, train_dataset=data.train, eval_dataset=data.eval,
                                 processing_class=tokenizer, peft_config=peft_config, data_collator=collator,
                                 callbacks=callbacks, target_only_logits=t.target_only_logits,
                                 shared_prefix=shared, decision_tokens=t.decision_tokens,
                                 decision_weight=t.decision_weight, summary_weight=t.summary_weight)
     trainer.data_collator = GuardedCollator(trainer.data_collator)
+    return trainer, bf16
 
-    # ------------------------------------------------------------------ train
-    resume_from = latest_checkpoint(ckpt_dir) if resume else None
-    if resume and resume_from is None:
-        log(f"[train] --resume: no checkpoint in {ckpt_dir}, starting from step 0")
-    result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
-    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    check_finite(trainer, losses, result.training_loss, t.learning_rate)
 
-    # ------------------------------------------------------------------ save
-    final = stage / "final"
-    trainer.save_model(str(final))  # under FSDP: the gathered adapter (train/fsdp.py)
-    if state.is_main_process:
-        tokenizer.save_pretrained(str(final))
-        metrics = {
-            "global_step": trainer.state.global_step,
-            # The whole run's mean: log_history is restored on --resume, while the trainer's own
-            # training_loss averages only the steps of this process.
-            "train_loss": sum(losses) / len(losses) if losses else result.training_loss,
-            "losses": losses,
-            "train_runtime_s": result.metrics.get("train_runtime"),
-            "world_size": state.num_processes,
-            "distributed_type": str(state.distributed_type).split(".")[-1],
-            "resumed_from": resume_from.name if resume_from else None,
-            "log_history": trainer.state.log_history,
-        }
-        atomic_write_json(stage / "metrics.json", metrics)
-        write_manifest(
-            stage, stage="train", config=recipe,
-            inputs={"data": Path(recipe.data.dir)},
-            doctrine=data_manifest.get("doctrine"),
-            counts={"train_samples": train_samples, "train_sequences": len(train_ds), "train_rejects": train_rejects,
-                    "eval_samples": len(eval_ds) if eval_ds is not None else 0,
-                    "eval_rejects": eval_rejects, "train_tokens": total_tokens,
-                    "target_tokens": target_tokens},
-            extra={"model": resolved.to_manifest(), "chat_template_source": choice.source,
-                   "bf16": bf16, "shared_prefix": merging,
-                   "prompt_mode": recipe.data.prompt_mode, "final_adapter": str(final),
-                   # the serving profiles of the curriculum, carried to the adapter and the eval
-                   "serving_profiles": data_manifest.get("serving_profiles", []),
-                   "metrics": {k: v for k, v in metrics.items() if k != "log_history"}},
-            started_at=started,
-        )
-        log(f"[train] done: {trainer.state.global_step} steps, loss {result.training_loss:.4f} -> {final}")
-    state.wait_for_everyone()
-    return stage
+def write_train_manifest(stage: Path, recipe: TrainRecipe, data: Curriculum, data_manifest: dict[str, Any],
+                         metrics: dict[str, Any], *, resolved: dict[str, Any], template_source: str, bf16: bool,
+                         final: Path, started: float) -> None:
+    """The train stage's manifest, written last: its presence marks the stage complete."""
+    write_manifest(
+        stage, stage="train", config=recipe,
+        inputs={"data": Path(recipe.data.dir)},
+        doctrine=data_manifest.get("doctrine"),
+        counts={"train_samples": data.train_samples, "train_sequences": len(data.train),
+                "train_rejects": data.train_rejects,
+                "eval_samples": len(data.eval) if data.eval is not None else 0,
+                "eval_rejects": data.eval_rejects, "train_tokens": data.total_tokens,
+                "target_tokens": data.target_tokens},
+        extra={"model": resolved, "chat_template_source": template_source,
+               "bf16": bf16, "shared_prefix": data.merging,
+               "prompt_mode": recipe.data.prompt_mode, "final_adapter": str(final),
+               # the serving profiles of the curriculum, carried to the adapter and the eval
+               "serving_profiles": data_manifest.get("serving_profiles", []),
+               "metrics": {k: v for k, v in metrics.items() if k != "log_history"}},
+        started_at=started,
+    )
 
 
 def bf16_support() -> str:
