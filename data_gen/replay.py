@@ -24,7 +24,7 @@ sizes), the labeler decides, and its action is applied the way a host would keep
 
 The request (system prompt, tool schemas, tagged view, trailing nudge) and its size come
 from the serving profile (``doctrine.kernel.profile.resolve_profile(window, gate, host,
-...)``) through the one renderer, ``doctrine.request.render_request``: the same code every
+...)``) through the one renderer, ``doctrine.render.request.render_request``: the same code every
 eval kernel arm runs. Gate presets (``gate``: ``reference``, ``default``, ``aggressive``) are
 defined there, once; ``kernel_overrides`` are merged last. Every sample's meta carries the
 profile's hash (``serving_profile``).
@@ -52,7 +52,7 @@ from doctrine.label import LabelConfig, LabelSkipped, label_decision
 from doctrine.label.labeler import search_result
 from doctrine.label.needed import ACTION_PREFIX, session_msg_id, tool_units
 from doctrine.label.point import DecisionPoint, RecoveryState, build_point
-from doctrine.request import request_frame
+from doctrine.render.request import request_frame
 
 __all__ = ["GATES", "DecisionSample", "ReplayStats", "apply_action", "kernel_config_for", "replay_session"]
 
@@ -307,9 +307,9 @@ def view_refs(point: DecisionPoint) -> list[list[str]]:
 
 
 def _kernel_input(point: DecisionPoint, label: Any) -> dict[str, Any]:
-    """The turn's kernel input (``doctrine.snapshot``), so evaluation can apply a reply to the
+    """The turn's kernel input (``doctrine.render.snapshot``), so evaluation can apply a reply to the
     same state; a recovery row adds the blocks holding the facts it needs and their texts."""
-    from doctrine.snapshot import kernel_snapshot
+    from doctrine.render.snapshot import kernel_snapshot
 
     rec = (label.action or {}).get("recovery") if isinstance(getattr(label, "action", None), dict) else None
     needed = None

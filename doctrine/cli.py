@@ -74,7 +74,7 @@ def _read_base_prompt(fname: str) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from doctrine.prompt_render import render_part
+    from doctrine.render.prompts import render_part
 
     doc = _resolve(args)
     base = _read_base_prompt(args.base_prompt) if args.base_prompt else ""

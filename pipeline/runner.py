@@ -57,7 +57,7 @@ from plumbing.runs import (
 def run_doctrine_stage(cfg: PipelineConfig, out: Path) -> dict:
     """Resolve the doctrine and write what every later stage and a reader needs:
     the rendered system prompts and tool schemas of both modes, and the hash."""
-    from doctrine.prompt_render import (
+    from doctrine.render.prompts import (
         EXAMPLE_VIEWS,
         render_nudge,
         render_system_prompt,

@@ -152,11 +152,11 @@ and install `serving/` as the host's prompt set (see `serving/README.md`).
 
 def served_tools(doc, mode: str, profiles: list[dict]) -> list[dict]:
     """The kernel tool schemas the adapter was trained with: compact (no parameter
-    descriptions, ``doctrine.request.compact_tool``) when every serving profile of its data
+    descriptions, ``doctrine.render.request.compact_tool``) when every serving profile of its data
     sends them so (the ``pocket`` preset), else the doctrine's full ones."""
     from doctrine.kernel.profile import profile_from_record
-    from doctrine.request import compact_tool
-    from doctrine.tools import tool_schemas
+    from doctrine.render.request import compact_tool
+    from doctrine.render.tools import tool_schemas
 
     tools = tool_schemas(doc, mode)
     if profiles and all(profile_from_record(p).compact_tools for p in profiles):

@@ -25,7 +25,7 @@ def example_prompt(adapter_dir: Path) -> str:
     """A distilled-mode decision prompt rendered exactly as the adapter was trained."""
     from transformers import AutoTokenizer
 
-    from doctrine.prompt_render import EXAMPLE_VIEWS, render_nudge, render_system_prompt
+    from doctrine.render.prompts import EXAMPLE_VIEWS, render_nudge, render_system_prompt
     from doctrine.spec import resolve_doctrine
 
     manifest = json.loads((adapter_dir / "manifest.json").read_text())

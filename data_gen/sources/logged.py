@@ -48,7 +48,7 @@ def logged_samples(paths: list[str], *, doctrine, prompt_mode: str, window: int,
     request renderer (``profiles``, if given, collects the profile used)."""
     from doctrine.kernel.profile import resolve_profile
     from doctrine.kernel.readers import StateError, read_state_file
-    from doctrine.request import request_frame
+    from doctrine.render.request import request_frame
 
     profile = resolve_profile(window, gate, host, prompt_mode=prompt_mode, nudge_style=nudge_style)
     if profiles is not None:
@@ -79,7 +79,7 @@ def _file_samples(logged, path, *, frame, tools, doctrine, profile, prompt_mode:
     """The samples of one state file already read (see logged_samples)."""
     from doctrine.conform import check_summary
     from doctrine.kernel import CompressionState
-    from doctrine.request import render_request
+    from doctrine.render.request import render_request
 
     if not logged.messages:
         rejects["logged:no_messages"] += len(logged.state.blocks) or 1

@@ -44,7 +44,7 @@ def teacher_request(point, doctrine):
     import dataclasses
 
     from doctrine.kernel.profile import resolve_profile
-    from doctrine.request import render_request, request_frame
+    from doctrine.render.request import render_request, request_frame
 
     prof = point.profile or resolve_profile(point.window)
     prof = dataclasses.replace(prof, prompt_mode="doctrine")

@@ -71,7 +71,7 @@ from plumbing.tokens import default_count_tokens
 
 PRESETS = ("reference", "default", "aggressive", "pocket")
 PROMPT_MODES = ("doctrine", "distilled")
-NUDGE_STYLES = ("list", "list_only", "none")  # doctrine.prompt_render.NUDGE_STYLES
+NUDGE_STYLES = ("list", "list_only", "none")  # doctrine.render.prompts.NUDGE_STYLES
 REFERENCE_WINDOW = 200_000
 
 
@@ -157,7 +157,7 @@ class ServingProfile:
     @property
     def compact_tools(self) -> bool:
         """The ``pocket`` preset sends tool schemas without parameter descriptions
-        (``doctrine.request.compact_tool``): in a ~2K-token request they are a tenth of it."""
+        (``doctrine.render.request.compact_tool``): in a ~2K-token request they are a tenth of it."""
         return self.preset == "pocket"
 
     @property

@@ -275,7 +275,7 @@ _FILL_BITS = re.compile(r"\s*\(?\b(?:usage|fill|contextUsage)\s*[=:]\s*[\d.]+%?\
 
 
 def _range_views(nudge: Any) -> list[Any]:
-    from doctrine.prompt_render import RangeView  # the nudge's own range formatter
+    from doctrine.render.prompts import RangeView  # the nudge's own range formatter
 
     views = []
     for r in _get(nudge, "compressible_ranges", "compressibleRanges", default=[]) or []:
@@ -298,7 +298,7 @@ def _range_views(nudge: Any) -> list[Any]:
 
 
 def _nudge_lines(nudge: Any) -> str:
-    from doctrine.prompt_render import format_ranges
+    from doctrine.render.prompts import format_ranges
 
     inject = bool(_get(nudge, "should_inject", "shouldInject", default=False))
     reason = _FILL_BITS.sub("", str(_get(nudge, "reason", default="") or "")).strip()

@@ -1,7 +1,7 @@
 """Assistant messages the labels consist of (OpenAI chat format).
 
 * compress: one ``compress`` tool call whose arguments have exactly the shape of
-  ``doctrine.tools.tool_schemas`` (``topic``, ``content: [{startId, endId, summary,
+  ``doctrine.render.tools.tool_schemas`` (``topic``, ``content: [{startId, endId, summary,
   topic?}]``), optionally after a one-line lead; a range carries its own ``topic`` only
   when it differs from the call's (the host gives a range without one the call's topic);
 * refusal: the task's own next assistant message with a one-line decline put in front of

@@ -108,13 +108,13 @@ def build_point(session: Any, step: int, visible: int, history: list[dict[str, A
                 units: list[int] | None = None) -> DecisionPoint:
     """Run the kernel over ``history`` (chat dicts with raw ids) the way the host would.
 
-    ``frame``: ``doctrine.request.request_frame(profile, doctrine, ...)``. The request is
-    rendered by ``doctrine.request.render_request`` (the one renderer training and eval
+    ``frame``: ``doctrine.render.request.request_frame(profile, doctrine, ...)``. The request is
+    rendered by ``doctrine.render.request.render_request`` (the one renderer training and eval
     share); an untagged pass gives the sizes the labeler reads.
     """
     from doctrine.kernel.chat import flatten
     from doctrine.kernel.turn import process_turn
-    from doctrine.request import render_request
+    from doctrine.render.request import render_request
 
     from .needed import tool_units
 

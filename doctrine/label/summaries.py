@@ -24,7 +24,7 @@ from typing import Any
 
 from doctrine.conform import check_summary
 from doctrine.kernel.messages import Message
-from doctrine.prompt_render import fill_disclosures
+from doctrine.render.prompts import fill_disclosures
 from plumbing.tokens import CountTokens
 
 from . import phrasing as ph

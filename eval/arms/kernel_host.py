@@ -1,7 +1,7 @@
 """The kernel arms: the serving host over ``doctrine.kernel``.
 
 ``deterministic``, ``doctrine``, ``base_slim``, ``distilled`` (and ``oracle``) render through
-the request frame of their serving profile exactly as the host does (``doctrine.request``);
+the request frame of their serving profile exactly as the host does (``doctrine.render.request``);
 after the model replies, :func:`apply_kernel_call` applies a compress call through the kernel
 or runs a recovery tool. ``deterministic`` is the engine's own fold every few calls
 (:func:`_engine_fold`), whose summary the model writes.
@@ -21,7 +21,7 @@ from doctrine.kernel.recommend import viable_ranges
 from doctrine.kernel.refs import lookup_ref
 from doctrine.kernel.search import build_message_docs, render_search_result, search_context
 from doctrine.kernel.state import CompressionState
-from doctrine.request import render_request, request_frame
+from doctrine.render.request import render_request, request_frame
 from eval.arms.base import SUMMARY_PROMPT, ArmEnv, ArmState, View, _append_exchange, _tokens
 from plumbing.tool_format import arguments_object
 

@@ -73,8 +73,8 @@ def demo_session(seed: int = 0, steps: int = 8, output_chars: int = 1800, probe_
 def held_out_rows(doctrine: Any, n: int = 6) -> list[dict[str, Any]]:
     """Decision rows ``{messages, tools, meta}`` in data_gen's shape (distilled mode)."""
     from doctrine.kernel.profile import resolve_profile
-    from doctrine.prompt_render import NudgeView, RangeView, render_nudge
-    from doctrine.request import request_frame
+    from doctrine.render.prompts import NudgeView, RangeView, render_nudge
+    from doctrine.render.request import request_frame
 
     frame = request_frame(resolve_profile(6000, "aggressive"), doctrine, task_tools=TASK_TOOLS)
     kinds = ["nudged_compress", "refusal", "ordinary"]

@@ -15,7 +15,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from doctrine.prompt_render import (
+from doctrine.render.prompts import (
     BlockView,
     NudgeView,
     RangeView,

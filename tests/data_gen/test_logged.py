@@ -9,7 +9,7 @@ from pathlib import Path
 
 from data_gen.sources.logged import logged_samples
 from doctrine.kernel.readers import read_state_file
-from doctrine.prompt_render import fill_disclosures
+from doctrine.render.prompts import fill_disclosures
 from doctrine.spec import load_doctrine
 
 STATES = Path(__file__).resolve().parents[1] / "doctrine" / "kernel" / "fixtures" / "states"

@@ -9,7 +9,7 @@ import pytest
 
 from data_gen.synthetic import FAMILIES, POCKET_FAMILIES, SessionSize, generate
 from doctrine.kernel.profile import resolve_profile
-from doctrine.request import request_frame
+from doctrine.render.request import request_frame
 from plumbing.tokens import default_count_tokens
 
 ROOT = Path(__file__).resolve().parents[2]

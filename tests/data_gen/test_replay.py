@@ -13,9 +13,9 @@ from doctrine.kernel.recommend import soft_zone
 from doctrine.kernel.refs import ref_index
 from doctrine.label import KINDS, LABELER_ID
 from doctrine.label.needed import ACTION_PREFIX, hindsight, session_index_of
-from doctrine.prompt_render import fill_disclosures
+from doctrine.render.prompts import fill_disclosures
+from doctrine.render.tools import tool_schemas
 from doctrine.spec import load_doctrine
-from doctrine.tools import tool_schemas
 
 META_KEYS = {"kind", "source", "family", "session_id", "step", "window", "doctrine_version", "doctrine_sha256",
              "labeler", "labeler_version", "prompt_mode", "conformance", "host"}

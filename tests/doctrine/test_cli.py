@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from doctrine import cli
-from doctrine.prompt_render import EXAMPLE_VIEWS, render_nudge, render_system_prompt
+from doctrine.render.prompts import EXAMPLE_VIEWS, render_nudge, render_system_prompt
 from doctrine.spec import load_doctrine
 
 FIXTURES = Path(__file__).parent / "fixtures" / "versions"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from doctrine.prompt_render import EXAMPLE_VIEWS, render_nudge, render_system_prompt
+from doctrine.render.prompts import EXAMPLE_VIEWS, render_nudge, render_system_prompt
 from doctrine.spec import DoctrineError, load_doctrine, resolve_doctrine
 
 

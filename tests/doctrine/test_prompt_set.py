@@ -8,7 +8,7 @@ import re
 import pytest
 
 from doctrine.acp_prompt_set import export_prompt_set, read_prompt_set
-from doctrine.prompt_render import (
+from doctrine.render.prompts import (
     EXAMPLE_VIEWS,
     NudgeView,
     RangeView,

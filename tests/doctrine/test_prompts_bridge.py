@@ -5,8 +5,8 @@ from __future__ import annotations
 from doctrine.acp_prompt_set import export_prompt_set
 from doctrine.kernel import CompressionState, KernelConfig, Message
 from doctrine.kernel.host import render_for_model
-from doctrine.nudge_text import nudge_text_for
-from doctrine.prompt_render import fill_disclosures
+from doctrine.render.nudges import nudge_text_for
+from doctrine.render.prompts import fill_disclosures
 from doctrine.spec import load_doctrine, resolve_doctrine
 
 

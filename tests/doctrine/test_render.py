@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from doctrine.prompt_render import (
+from doctrine.render.prompts import (
     EXAMPLE_VIEWS,
     MODES,
     PARTS,

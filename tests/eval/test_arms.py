@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from doctrine.prompt_render import fill_disclosures
+from doctrine.render.prompts import fill_disclosures
 from eval.arms import (
     ARMS,
     CLEARED,
@@ -158,7 +158,7 @@ def test_deterministic_cadence(doctrine):
 
 
 def test_kernel_arms_modes(doctrine):
-    from doctrine.prompt_render import render_system_prompt
+    from doctrine.render.prompts import render_system_prompt
     from eval.workloads.fixtures import TASK_TOOLS
 
     e, _ = env(window=6000, doctrine=doctrine, task_tools=TASK_TOOLS)

@@ -1,7 +1,7 @@
 """Training and evaluation send the model the same request for the same kernel state.
 
 data_gen's replay renders a training row's context; an eval kernel arm renders its request
-from the same history. Both go through doctrine.request under one serving profile, so the
+from the same history. Both go through doctrine.render.request under one serving profile, so the
 bytes must agree: any drift here is skew between what the adapter learns and what it is
 evaluated on."""
 

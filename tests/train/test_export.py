@@ -59,7 +59,7 @@ def test_merged_weights_match_base_plus_adapter(trained_run):
 
 
 def test_prompt_set_renders_the_training_prompts(trained_run):
-    from doctrine.prompt_render import EXAMPLE_VIEWS, render_nudge, render_system_prompt
+    from doctrine.render.prompts import EXAMPLE_VIEWS, render_nudge, render_system_prompt
     from doctrine.spec import load_doctrine, resolve_doctrine
 
     out = export_adapter(trained_run)

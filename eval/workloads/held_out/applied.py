@@ -1,7 +1,7 @@
 """Score a held-out reply by applying it to the row's kernel state, as the host would.
 
 A row built by data_gen carries its kernel input (``meta.kernel_input``, see
-``doctrine.snapshot``). From it the turn is run again under the row's serving profile and
+``doctrine.render.snapshot``). From it the turn is run again under the row's serving profile and
 the reply's calls go through the kernel:
 
 * compress: ``compress_tool_call`` on what the host hands it (its messages or the view);
@@ -25,7 +25,7 @@ from doctrine.kernel.compress_args import compress_tool_call, parse_compress_arg
 from doctrine.kernel.decompress import decompress
 from doctrine.kernel.search import build_message_docs, search_active_blocks, search_context
 from doctrine.label.summaries import source_dicts
-from doctrine.snapshot import Rebuilt
+from doctrine.render.snapshot import Rebuilt
 from plumbing.tool_format import arguments_object
 
 __all__ = ["Applied", "apply_compress", "apply_recovery", "fold_source"]

@@ -33,9 +33,9 @@ from doctrine.conform import check_summary, extract_keep_items, normalise_messag
 from doctrine.kernel.chat import flatten
 from doctrine.kernel.compress_args import parse_compress_args
 from doctrine.kernel.profile import resolve_profile
+from doctrine.render.request import request_frame
+from doctrine.render.snapshot import rebuild
 from doctrine.replies import reply_form
-from doctrine.request import request_frame
-from doctrine.snapshot import rebuild
 from eval.arms import ARM_INFO
 from eval.metrics import range_overlap, ref_interval
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
@@ -281,7 +281,7 @@ def source_by_refs(context: list[dict[str, Any]], view_refs: Any, start: str, en
 
 
 def rebuild_row(row: dict[str, Any]) -> tuple[Any, str]:
-    """The row's kernel turn run again (``doctrine.snapshot.rebuild``) and how it went:
+    """The row's kernel turn run again (``doctrine.render.snapshot.rebuild``) and how it went:
     ``kernel`` (rebuilt, and its view is the row's context), ``refs`` (the row records no
     kernel input: ranges are resolved from ``view_refs`` or the tags), ``mismatch`` (the
     rebuilt view is not the row's context) or ``error: ...`` (the record is unusable)."""

@@ -21,7 +21,7 @@ from doctrine.kernel.profile import resolve_profile
 from doctrine.kernel.state import CompressionState
 from doctrine.label.needed import session_msg_id
 from doctrine.label.point import build_point
-from doctrine.request import request_frame
+from doctrine.render.request import request_frame
 from doctrine.session import Fact, Session, Step
 from doctrine.spec import load_doctrine
 

@@ -72,7 +72,7 @@ def test_horizon_flips_compress_and_refusal(session, doctrine, hand, horizon, ki
 
 
 def test_compress_call_matches_tool_schema(session, doctrine, hand):
-    from doctrine.tools import tool_schemas
+    from doctrine.render.tools import tool_schemas
 
     p = hand.point_at(session, 2, doctrine)
     lab = label_decision(p, doctrine=doctrine, horizon=0, seed=3)

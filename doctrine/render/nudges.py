@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .kernel.nudge import NudgeDecision
-from .prompt_render import BlockView, NudgeView, RangeView, render_nudge
-from .spec import Doctrine
+from doctrine.kernel.nudge import NudgeDecision
+from doctrine.render.prompts import BlockView, NudgeView, RangeView, render_nudge
+from doctrine.spec import Doctrine
 
 __all__ = ["nudge_text_for", "nudge_view"]
 

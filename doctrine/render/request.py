@@ -31,10 +31,10 @@ from doctrine.kernel.messages import Message
 from doctrine.kernel.profile import ServingProfile
 from doctrine.kernel.state import SUMMARY_ID_PREFIX, CompressionState
 from doctrine.kernel.turn import process_turn
-from doctrine.nudge_text import nudge_text_for
-from doctrine.prompt_render import render_system_prompt
+from doctrine.render.nudges import nudge_text_for
+from doctrine.render.prompts import render_system_prompt
+from doctrine.render.tools import tool_schemas
 from doctrine.spec import Doctrine
-from doctrine.tools import tool_schemas
 
 
 @dataclass

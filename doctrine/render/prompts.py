@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
+from doctrine.render.tools import TOOL_NAMES, TOOL_SECTIONS, tool_schemas
 from doctrine.spec import Doctrine, DoctrineError
-from doctrine.tools import TOOL_NAMES, TOOL_SECTIONS, tool_schemas
 
 __all__ = [
     "BREAKDOWN_KEYS",
