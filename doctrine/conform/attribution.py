@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["misattributed_quotes"]
+__all__ = ["json_unescaped", "misattributed_quotes"]
 
 _CITE = re.compile(r"(?<![\w])m(\d{5})(?![\w\d])")
 _BLOCK = re.compile(r"(?<![\w])b\d+(?![\w\d])")
@@ -23,10 +23,15 @@ _CODE_SPAN = re.compile(r"`[^`\n]+`")
 _ESCAPES = (("\\n", "\n"), ("\\t", "\t"), ('\\"', '"'), ("\\\\", "\\"))
 
 
-def _plain(text: str) -> str:
+def json_unescaped(text: str) -> str:
+    """``text`` with the JSON string escapes of tool-call arguments undone."""
     for a, b in _ESCAPES:
         text = text.replace(a, b)
-    return " ".join(text.split())
+    return text
+
+
+def _plain(text: str) -> str:
+    return " ".join(json_unescaped(text).split())
 
 
 def _holdings(msgs: list[Any]) -> dict[str, str]:

@@ -28,6 +28,7 @@ import bisect
 import re
 from dataclasses import asdict, dataclass, field
 
+from .attribution import json_unescaped
 from .items import KeepItem
 from .patterns import PATH, norm
 from .terms import norm_number
@@ -177,9 +178,7 @@ def invented_quotes(summary: str, source_texts: list[str]) -> list[str]:
     path or error the summary made up. Words, not the whole span, so a shortened signature
     (`withRetry(fn, attempts)` for the full one) still counts as quoted from the source."""
     # Tool-call arguments are JSON: their escapes (\\n before a line) are not part of a word.
-    joined = "\n".join(source_texts)
-    joined = joined.replace("\\n", "\n").replace("\\t", "\t").replace('\\"', '"')
-    known = set(re.findall(r"\w+", joined))
+    known = set(re.findall(r"\w+", json_unescaped("\n".join(source_texts))))
     ordered = sorted(known)
     out: list[str] = []
     for m in _CODE_SPAN.finditer(summary):

@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any
 
 from eval.arms import baselines, kernel_host
-from eval.arms.base import ArmEnv, ArmInfo, ArmState, View
+from eval.arms.base import ArmEnv, ArmInfo, ArmState, View, _append_exchange
 from eval.arms.kernel_host import deterministic, kernel_arm
 from eval.arms.policies.registry import register
 from plumbing.tool_format import arguments_object
@@ -102,8 +102,6 @@ def apply_reply(state: ArmState, env: ArmEnv, view: View, reply: dict[str, Any])
     target already opened in this state). The policy arms' tools (``POLICY_TOOLS``) run here
     too, on the arm's own saved state. Errors never raise.
     """
-    from eval.arms.base import _append_exchange
-
     out: dict[str, Any] = {"compress_attempted": 0, "compress_ok": 0, "kernel_errors": [], "recovery": [],
                            "recovered": 0, "refetched": 0}
     for call in reply.get("tool_calls") or []:
