@@ -52,6 +52,8 @@ SUMMED = {"calls", "model_calls", "billed_tokens", "prompt_tokens", "completion_
           "kernel_errors", "kernel_warnings", "recover_errors", "window_overflows", "prefix_cache_hits", "prefix_cache_queries", "cases",
           "questions", "correct", "summaries", "probe_items", "probe_items_correct", "deep_items", "deep_items_correct",
           "compactions_before_questions", "decision_candidates"}
+# Means that are sizes (never negative), besides the sums above and every ``*_tokens`` metric.
+COUNT_METRICS = {"peak_context", "mean_context", "latency_s"}
 
 
 def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -155,13 +157,15 @@ def mean_metrics(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def metric_scale(name: str, values: list[Any]) -> str:
-    """``binary`` (0/1 values of a rate), ``unit`` (a score in [0, 1]) or ``real``."""
+    """``binary`` (0/1 values of a rate), ``unit`` (a score in [0, 1]), ``count`` (a count or
+    size that cannot be negative: its interval stops at 0) or ``real``."""
     nums = [_numeric(v) for v in values]
     nums = [v for v in nums if v is not None]
     unit = (name in UNIT_METRICS or all(isinstance(v, bool) for v in values if v is not None)) \
         and all(0.0 <= v <= 1.0 for v in nums)
     if not unit:
-        return "real"
+        counted = name in SUMMED or name in COUNT_METRICS or name.endswith("_tokens")
+        return "count" if counted and nums and all(v >= 0 for v in nums) else "real"
     return "binary" if all(v in (0.0, 1.0) for v in nums) else "unit"
 
 
@@ -229,7 +233,8 @@ def mean_ci(values: list[float], scale: str = "real", *, seed: int = 0) -> list[
         return wilson_ci(sum(values), n)
     if method == "bootstrap":
         return bootstrap_ci(values, seed=seed)
-    return t_ci(values)
+    ci = t_ci(values)
+    return [max(0.0, ci[0]), ci[1]] if ci and scale == "count" else ci  # a mean of counts is never below 0
 
 
 def _tango_z(b: int, c: int, n: int, d: float) -> float:

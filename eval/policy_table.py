@@ -1,7 +1,7 @@
 """``python -m eval.policy_table RUN_DIR ...``: the policy-arm table of eval/README.md.
 
 Per workload and arm of finished eval runs (``python -m eval report RUN_DIR`` first: the
-probe figures and their intervals are the report's own, from ``report/report.json``):
+probe figures and their intervals are the report's own, from its ``report.json``):
 billed tokens per case (mean, with the report's small-n interval rule,
 ``eval.metrics.mean_ci``), peak context, probe score (marathon: ``probe_score``; probes:
 ``accuracy``) with its interval, refetches, and the recovery tools' calls / recoveries /
@@ -17,6 +17,7 @@ from pathlib import Path
 from eval.harness import load_results
 from eval.metrics import mean, mean_ci, metric_scale
 from eval.recipe import ARM_NAMES
+from eval.report import default_report_dir
 
 SCORE = {"marathon": "probe_score", "probes": "accuracy"}
 
@@ -27,7 +28,7 @@ def _iv(ci: list[float] | None, fmt: str) -> str:
 
 def table(run_dir: str | Path) -> str:
     run = Path(run_dir)
-    report = json.loads((run / "report" / "report.json").read_text(encoding="utf-8"))
+    report = json.loads((default_report_dir(run) / "report.json").read_text(encoding="utf-8"))
     rows = load_results(run)
     out = []
     for wl, entry in report["workloads"].items():

@@ -51,8 +51,10 @@ def check_settings(model: type[BaseConfig], value: dict[str, Any], where: str, l
 
 
 class ArmSettings(BaseConfig):
-    """What ``arm_settings`` may set: the tunable fields of ``eval.arms.ArmEnv`` (the rest of
-    ArmEnv comes from the run: window, doctrine, serving profile). Defaults are ArmEnv's."""
+    """What ``arm_settings`` may set: the keys of ``eval.arms.TUNABLE``, fields of ArmEnv's
+    settings groups (``KernelSettings.deterministic_every``, ``CompactionSettings``,
+    ``EngineSettings``; the rest of ArmEnv comes from the run: window, doctrine, serving
+    profile). Defaults are the groups' (a test holds them equal); here they gain bounds."""
 
     compact_threshold: float = Field(0.8, gt=0, le=1)  # auto_compact: summarise past this share of the window
     sliding_fraction: float = Field(0.75, gt=0, le=1)  # sliding: share of the window kept

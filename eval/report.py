@@ -516,6 +516,14 @@ def _shown_names(summary: dict[str, Any], glance: list[list[str]], ptabs: dict[s
     return names
 
 
+def default_report_dir(run_dir: str | Path) -> Path:
+    """Where ``python -m eval report RUN_DIR`` writes without ``--out``: the run's ``report``
+    stage beside an ``eval`` stage folder (``runs/NAME/eval`` -> ``runs/NAME/report``), else
+    ``RUN_DIR/report``."""
+    run_dir = Path(run_dir)
+    return stage_dir(run_dir.parent, "report") if run_dir.name == "eval" else run_dir / "report"
+
+
 def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str | Path | None = None) -> Path:
     """Write report.md, report.html, report.json, the PNGs and a manifest; returns the folder."""
     started = time.time()
@@ -523,7 +531,7 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
     summary = summarise_run(run_dir)
     other = summarise_run(vs) if vs else None
     flag = "--out" if out else "report folder"
-    out = Path(out) if out else (stage_dir(run_dir.parent, "report") if run_dir.name == "eval" else run_dir / "report")
+    out = Path(out) if out else default_report_dir(run_dir)
     if problem := out_dir_error(out, flag) or run_folder_error(out, "report", flag=flag):
         raise ReportError(problem)
     claim_run_folder(out, "report", flag=flag)  # a folder of the user's is refused above, untouched

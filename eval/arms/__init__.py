@@ -4,8 +4,12 @@ An arm is a plain function ``arm(state, env) -> View``. ``state`` (:class:`ArmSt
 one session's memory for that arm: the history it keeps (the session's replayed messages,
 plus, for kernel arms, the compress exchanges that happened) and whatever the arm adds (a
 compaction summary, the kernel state). ``env`` (:class:`ArmEnv`) is shared: the window,
-the token counter, the doctrine, the session's task tools and system prompt, and a
-``summarise`` callable that asks the model under test for a summary (recorded as a call).
+the token counter, the session's task tools and system prompt, a ``summarise`` callable that
+asks the model under test for a summary (recorded as a call), and three groups of settings:
+``env.kernel`` (:class:`KernelSettings`: doctrine, serving profile, engine cadence),
+``env.compaction`` (:class:`CompactionSettings`: the chat-message compactors) and
+``env.engine`` (:class:`EngineSettings`: ``lcm`` and ``full_retention_search``).
+:meth:`ArmEnv.build` takes their fields flat, as a recipe's ``arm_settings`` gives them.
 
 Baselines (``full``, ``n_latest_*``, ``sliding``, ``auto_compact``, ``micro_auto``) work
 on OpenAI chat messages and never show a ref tag, a nudge or the doctrine. Kernel arms
@@ -26,9 +30,13 @@ from eval.arms.base import (
     CLEARED,
     SUMMARY_PREFIX,
     SUMMARY_PROMPT,
+    TUNABLE,
     ArmEnv,
     ArmInfo,
     ArmState,
+    CompactionSettings,
+    EngineSettings,
+    KernelSettings,
     View,
     last_user_index,
     protocol_safe_tail,
@@ -47,6 +55,7 @@ from eval.arms.catalog import (
 from eval.arms.kernel_host import KERNEL_TOOLS, kernel_config, kernel_profile
 
 __all__ = ["ARMS", "ARM_INFO", "CLEARED", "FORCERS", "KERNEL_TOOLS", "POLICY_TOOLS", "SUMMARISERS", "SUMMARY_PREFIX",
-           "SUMMARY_PROMPT", "ArmEnv", "ArmInfo", "ArmState", "Compaction", "Parts", "View", "apply_reply",
+           "SUMMARY_PROMPT", "TUNABLE", "ArmEnv", "ArmInfo", "ArmState", "Compaction", "CompactionSettings",
+           "EngineSettings", "KernelSettings", "Parts", "View", "apply_reply",
            "arm_profile", "compacted_view", "force_compaction", "kernel_config", "kernel_profile", "last_user_index",
            "micro_compact", "n_latest", "protocol_safe_tail"]

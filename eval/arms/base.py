@@ -1,5 +1,6 @@
 """What every arm shares: the arm's description (:class:`ArmInfo`), the session-wide settings
-(:class:`ArmEnv`), one session's memory (:class:`ArmState`), what the model is shown
+(:class:`ArmEnv`, with its groups :class:`KernelSettings`, :class:`CompactionSettings` and
+:class:`EngineSettings`), one session's memory (:class:`ArmState`), what the model is shown
 (:class:`View`), and the helpers that build a view from chat messages.
 """
 
@@ -7,12 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from plumbing.chat_backend import prompt_text
 
-__all__ = ["CLEARED", "SUMMARY_PREFIX", "SUMMARY_PROMPT", "ArmEnv", "ArmInfo", "ArmState", "View",
+__all__ = ["CLEARED", "SUMMARY_PREFIX", "SUMMARY_PROMPT", "TUNABLE", "ArmEnv", "ArmInfo", "ArmState", "CompactionSettings",
+           "EngineSettings", "KernelSettings", "View",
            "last_user_index", "protocol_safe_tail"]
 
 # The baselines' one summary prompt (generic, as a threshold compactor would use).
@@ -33,27 +35,37 @@ class ArmInfo:
     reference: bool = False  # answered by the oracle policy (the labeler), whatever the run's backend
 
 
-@dataclass
-class ArmEnv:
-    window: int
-    count_tokens: Callable[[str], int]
-    summarise: Callable[[list[dict[str, Any]], str], str]
-    doctrine: Any = None  # doctrine.spec.Doctrine (kernel arms)
-    task_tools: list[dict[str, Any]] = field(default_factory=list)
-    system_prompt: str = ""
-    kernel_overrides: dict[str, Any] = field(default_factory=dict)
-    compact_threshold: float = 0.8
-    sliding_fraction: float = 0.75
-    micro_min_chars: int = 500
-    micro_keep: int = 5
-    deterministic_every: int = 3  # decision points between engine compressions
+@dataclass(frozen=True)
+class KernelSettings:
+    """The kernel host's settings (``deterministic``, ``doctrine``, ``base_slim``, ``distilled``):
+    the doctrine and serving profile come from the run, the cadence from ``arm_settings``."""
+
+    doctrine: Any = None  # doctrine.spec.Doctrine
+    overrides: dict[str, Any] = field(default_factory=dict)  # the recipe's kernel block
     gate: str = "aggressive"  # gate preset of the serving profile (doctrine.kernel.profile)
     host: str = "proxy"  # host variant of the serving profile
     nudge_style: str = "list"
-    # The seeds' other policies (eval/arms/policies/; the settings are documented in eval/README.md).
+    deterministic_every: int = 3  # deterministic: decision points between engine compressions
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    """The chat-message compactors' settings: the baselines (``baselines.py``) and the
+    compaction article's switches (``policies/compaction.py``)."""
+
+    compact_threshold: float = 0.8  # auto_compact: summarise past this share of the window
+    sliding_fraction: float = 0.75  # sliding: share of the window kept
+    micro_min_chars: int = 500  # micro_auto / compact_offload: tool results longer than this are cleared
+    micro_keep: int = 5  # micro_auto: newest tool results kept
     tail_share: float = 0.2  # compact_tail / compact_step_cut / compact_plus: verbatim tail, share of the window
     offload_preview_chars: int = 200  # compact_offload / compact_plus: head of a saved output left beside its handle
     retry_markers: tuple[str, ...] = ("ERROR", "Error:", "error:", "command not found", "No such file or directory")
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The engine-side policies' settings (``policies/lcm.py``, ``policies/retention.py``)."""
+
     lcm_soft: float = 0.7  # lcm: the engine compacts once the context passes this share of the window
     lcm_target: float = 0.5  # lcm: ... until it is back under this share
     lcm_fresh_share: float = 0.25  # lcm: the newest messages, up to this share of the window, stay raw
@@ -63,7 +75,52 @@ class ArmEnv:
     lcm_summary: str = "extractive"  # lcm: "extractive" (engine, no model call) or "model" (extractive fallback)
     retention_share: float = 0.5  # full_retention_search: the recent window kept in the context
     search_limit: int = 5  # full_retention_search: hits one search_history call returns
+
+
+# The settings a recipe's ``arm_settings`` may set (eval.recipe.ArmSettings validates them),
+# each with the group that holds it.
+TUNABLE: dict[str, type] = {
+    "deterministic_every": KernelSettings,
+    **{f.name: CompactionSettings for f in fields(CompactionSettings)},
+    **{f.name: EngineSettings for f in fields(EngineSettings)},
+}
+
+
+@dataclass
+class ArmEnv:
+    """What one session's arm works with: the window, token counter and summariser of the run,
+    the session's tools and system prompt, and the three groups of settings. Build one with
+    :meth:`build`, which takes the groups' fields flat (as a recipe's ``arm_settings`` gives them)."""
+
+    window: int
+    count_tokens: Callable[[str], int]
+    summarise: Callable[[list[dict[str, Any]], str], str]
+    task_tools: list[dict[str, Any]] = field(default_factory=list)
+    system_prompt: str = ""
+    kernel: KernelSettings = field(default_factory=KernelSettings)
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    engine: EngineSettings = field(default_factory=EngineSettings)
     cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)  # profiles, frames
+
+    @classmethod
+    def build(cls, window: int, count_tokens: Callable[[str], int],
+              summarise: Callable[[list[dict[str, Any]], str], str], *, task_tools: list[dict[str, Any]] | None = None,
+              system_prompt: str = "", doctrine: Any = None, kernel_overrides: dict[str, Any] | None = None,
+              gate: str = "aggressive", host: str = "proxy", nudge_style: str = "list", **settings: Any) -> ArmEnv:
+        """An env from the run's values and flat tunable ``settings`` (keys of :data:`TUNABLE`;
+        another key is a ``TypeError`` naming it)."""
+        unknown = sorted(set(settings) - set(TUNABLE))
+        if unknown:
+            raise TypeError(f"not an arm setting: {', '.join(unknown)} (known: {', '.join(sorted(TUNABLE))})")
+
+        def group(kind: type) -> dict[str, Any]:
+            return {k: v for k, v in settings.items() if TUNABLE[k] is kind}
+
+        kernel = KernelSettings(doctrine=doctrine, overrides=dict(kernel_overrides or {}), gate=gate, host=host,
+                                nudge_style=nudge_style, **group(KernelSettings))
+        return cls(window=window, count_tokens=count_tokens, summarise=summarise, task_tools=list(task_tools or []),
+                   system_prompt=system_prompt, kernel=kernel, compaction=CompactionSettings(**group(CompactionSettings)),
+                   engine=EngineSettings(**group(EngineSettings)))
 
 
 @dataclass

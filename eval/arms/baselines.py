@@ -50,7 +50,7 @@ def n_latest(state: ArmState, env: ArmEnv, n: int = 20) -> View:
 
 def sliding(state: ArmState, env: ArmEnv) -> View:
     """Newest messages that fit ``sliding_fraction`` of the window (protocol-safe cut)."""
-    budget = int(env.window * env.sliding_fraction)
+    budget = int(env.window * env.compaction.sliding_fraction)
     fixed = _tokens(env, _system(env), env.task_tools)
     start, used = len(state.history), fixed
     while start > 0:
@@ -120,7 +120,7 @@ def compacted_view(state: ArmState, env: ArmEnv, how: Compaction) -> View:
         for f in how.before_micro:
             parts = f(state, env, parts)
         if how.micro:
-            msgs = micro_compact([m for m, _ in parts], env.micro_min_chars, env.micro_keep)
+            msgs = micro_compact([m for m, _ in parts], env.compaction.micro_min_chars, env.compaction.micro_keep)
             parts = list(zip(msgs, [o for _, o in parts], strict=True))
         for f in how.after_micro:
             parts = f(state, env, parts)
@@ -129,7 +129,7 @@ def compacted_view(state: ArmState, env: ArmEnv, how: Compaction) -> View:
     events = []
     parts = body()
     view = _view(env, [m for m, _ in parts], len(parts))
-    if view.retained_tokens > env.compact_threshold * env.window:
+    if view.retained_tokens > env.compaction.compact_threshold * env.window:
         new = how.cut(state, env) if how.cut else last_user_index(state.history)
         if new > state.cut:
             source = _system(env) + [_strip(m) for m, o in parts if o is None or o < new]

@@ -79,7 +79,7 @@ def force_compaction(state: ArmState, env: ArmEnv, arm: str,
         return FORCERS[arm](state, env)
     if arm in SUMMARISERS:
         if state.summary is None:
-            ARMS[arm](state, dataclasses.replace(env, compact_threshold=1e-9))
+            ARMS[arm](state, dataclasses.replace(env, compaction=dataclasses.replace(env.compaction, compact_threshold=1e-9)))
         return "summary" if state.summary is not None else "none"
     if info.kind != "kernel":
         return "none"

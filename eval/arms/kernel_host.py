@@ -42,7 +42,7 @@ def kernel_profile(env: ArmEnv, mode: str | None):
     """The serving profile of ``env``'s kernel arms in prompt ``mode`` (None: the engine layout)."""
     key = ("profile", mode)
     if key not in env.cache:
-        env.cache[key] = mode_profile(mode, env.window, env.gate, env.host, env.nudge_style, env.kernel_overrides)
+        env.cache[key] = mode_profile(mode, env.window, env.kernel.gate, env.kernel.host, env.kernel.nudge_style, env.kernel.overrides)
     return env.cache[key]
 
 
@@ -53,7 +53,7 @@ def kernel_config(env: ArmEnv, mode: str | None = "distilled"):
 def _frame(env: ArmEnv, mode: str | None):
     key = ("frame", mode)
     if key not in env.cache:
-        env.cache[key] = request_frame(kernel_profile(env, mode), env.doctrine, base_prompt=env.system_prompt,
+        env.cache[key] = request_frame(kernel_profile(env, mode), env.kernel.doctrine, base_prompt=env.system_prompt,
                                        task_tools=env.task_tools, compress_tool=mode is not None)
     return env.cache[key]
 
@@ -101,7 +101,7 @@ def deterministic(state: ArmState, env: ArmEnv) -> View:
     elif state.calls:
         return _kernel_render(state, env, None, nudges=False)[0]
     view, mv = _kernel_render(state, env, None, nudges=False)
-    if state.calls % max(1, env.deterministic_every):
+    if state.calls % max(1, env.kernel.deterministic_every):
         return view
     event = _engine_fold(state, env, None, view, mv)
     if event is None:

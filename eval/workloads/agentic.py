@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState
+from eval.arms import ARM_INFO, ARMS, ArmState
 from eval.arms.policies.tools import tool_counts
 from eval.workloads.agent_loop import route_reply, summariser
-from eval.workloads.base import Case, RunContext, call_record, safe_complete
+from eval.workloads.base import Case, RunContext, arm_env, call_record, safe_complete
 from eval.workloads.marathon.tasks import marathon_with_repos, run_tool
 from eval.workloads.marathon.ts_repo import TsRepo
 from plumbing.chat_backend import Request, prompt_text
@@ -38,10 +38,6 @@ from plumbing.recipe_loader import BaseConfig
 __all__ = ["AgenticTask", "AgenticWorkload", "agentic_tasks", "run_agentic_task"]
 
 TASK_TOOL_NAMES = ("str_replace_editor", "execute_bash")
-# ArmEnv fields a recipe's arm_settings may set (the rest come from the run and the task).
-TUNABLE = set(ArmEnv.__dataclass_fields__) - {"window", "count_tokens", "summarise", "doctrine", "task_tools",
-                                              "system_prompt", "kernel_overrides", "gate", "host", "nudge_style",
-                                              "cache"}
 
 
 @dataclass
@@ -91,10 +87,7 @@ def run_agentic_task(task: AgenticTask, arm: str, seed: int, ctx: RunContext, ma
 
     summarise = summariser(ctx, calls, lambda source: {"role": "assistant", "content": "Earlier work on the task."})
 
-    env = ArmEnv(window=ctx.window, count_tokens=backend.count_tokens, summarise=summarise, doctrine=ctx.doctrine,
-                 task_tools=list(task.tools), system_prompt=task.system, kernel_overrides=dict(ctx.kernel_overrides),
-                 gate=ctx.gate, host=ctx.host, nudge_style=ctx.nudge_style,
-                 **{k: v for k, v in ctx.arm_settings.items() if k in TUNABLE})  # the recipe's arm_settings
+    env = arm_env(ctx, summarise, task_tools=list(task.tools), system_prompt=task.system)
     state = ArmState(history=[{"id": "u0", "role": "user", "content": task.prompt}])
     tool_errors = finished = 0
     script = list(task.script)

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from eval.arms.base import ArmEnv
 from plumbing.chat_backend import Backend, BackendError, Completion, Request
 
 
@@ -29,6 +30,14 @@ class RunContext:
     gate: str = "aggressive"
     host: str = "proxy"
     nudge_style: str = "list"
+
+
+def arm_env(ctx: RunContext, summarise: Any, *, task_tools: list[dict[str, Any]], system_prompt: str) -> ArmEnv:
+    """The :class:`ArmEnv` of one case: the run's window, counter, doctrine, serving
+    profile and ``arm_settings`` with the case's tools, system prompt and summariser."""
+    return ArmEnv.build(ctx.window, ctx.backend.count_tokens, summarise, task_tools=task_tools,
+                        system_prompt=system_prompt, doctrine=ctx.doctrine, kernel_overrides=ctx.kernel_overrides,
+                        gate=ctx.gate, host=ctx.host, nudge_style=ctx.nudge_style, **ctx.arm_settings)
 
 
 def call_record(purpose: str, request: Request | None, completion: Completion | None, *, view: Any = None,

@@ -89,7 +89,7 @@ def labeler_decision(session: Any, step: int, view: Any, kstate: Any, env: Any, 
                               state_before=view.kernel_before, view=mv, kernel_view=kview,
                               token_count=view.token_count, window=env.window, kconfig=kcfg, host=prof.host_config,
                               count_tokens=prof.count_tokens, units=tool_units(session.messages), profile=prof)
-        label = label_decision(point, doctrine=env.doctrine, horizon=horizon, seed=seed)
+        label = label_decision(point, doctrine=env.kernel.doctrine, horizon=horizon, seed=seed)
         msg = getattr(label, "message", None)
         return msg if isinstance(msg, dict) else None
     except Exception:  # LabelSkipped, or a contract mismatch: fall back to the rule, counted

@@ -34,7 +34,7 @@ from eval.arms.policies.tools import tool_counts
 from eval.judges import contains, fact_recall, visible_text
 from eval.metrics import scripted_metrics
 from eval.workloads.agent_loop import summariser
-from eval.workloads.base import Case, RunContext, call_record, safe_complete
+from eval.workloads.base import Case, RunContext, arm_env, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply
 from plumbing.chat_backend import Request, prompt_text
 from plumbing.recipe_loader import BaseConfig
@@ -117,17 +117,10 @@ def decision_settings(settings: dict[str, Any]) -> dict[str, Any]:
     return {"decide_at": value, "max_decisions_per_step": cap}
 
 
-def arm_env(session: Any, ctx: RunContext, summarise) -> ArmEnv:
+def session_env(session: Any, ctx: RunContext, summarise) -> ArmEnv:
     msgs = session.messages
     system = msgs[0].get("content") or "" if msgs and msgs[0].get("role") == "system" else ""
-    keys = set(ArmEnv.__dataclass_fields__) - {"window", "count_tokens", "summarise", "doctrine", "task_tools",
-                                               "system_prompt", "kernel_overrides", "gate", "host",
-                                               "nudge_style", "cache"}
-    extra = {k: v for k, v in ctx.arm_settings.items() if k in keys}
-    return ArmEnv(window=ctx.window, count_tokens=ctx.backend.count_tokens, summarise=summarise,
-                  doctrine=ctx.doctrine, task_tools=list(session.tools), system_prompt=system,
-                  kernel_overrides=dict(ctx.kernel_overrides), gate=ctx.gate, host=ctx.host,
-                  nudge_style=ctx.nudge_style, **extra)
+    return arm_env(ctx, summarise, task_tools=list(session.tools), system_prompt=system)
 
 
 def run_session(session: Any, arm: str, seed: int, ctx: RunContext, decide_at: str = "step",
@@ -143,7 +136,7 @@ def run_session(session: Any, arm: str, seed: int, ctx: RunContext, decide_at: s
     counters: dict[str, int] = {}
 
     summarise = summariser(ctx, calls, lambda source: summary_reply(session, source))
-    env = arm_env(session, ctx, summarise)
+    env = session_env(session, ctx, summarise)
     state = ArmState()
     start = 1 if session.messages and session.messages[0].get("role") == "system" else 0
     msgs = [{**m, "id": f"s{i:05d}"} for i, m in enumerate(session.messages)]  # the labeler's ids

@@ -28,7 +28,7 @@ def env(window=100_000, **kw) -> tuple[ArmEnv, list]:
         asked.append((source, instruction))
         return f"summary #{len(asked)}: the parser fails on a bad token; the fix is in mod_0.py."
 
-    return ArmEnv(window=window, count_tokens=default_count_tokens, summarise=summarise, **kw), asked
+    return ArmEnv.build(window, default_count_tokens, summarise, **kw), asked
 
 
 @pytest.mark.parametrize("calls_per", [1, 3])

@@ -287,15 +287,23 @@ def test_a_typo_in_arm_settings_fails_when_the_recipe_loads():
 
 
 def test_arm_settings_are_the_tunable_fields_of_arm_env():
+    """The recipe's ArmSettings and ArmEnv's settings groups name the same keys with the same
+    defaults, and ArmEnv.build puts each key in its group (and refuses a key of neither)."""
     import dataclasses
 
-    from eval.arms import ArmEnv
+    from eval.arms import TUNABLE, ArmEnv
     from eval.recipe import ArmSettings
 
-    from_run = {"window", "count_tokens", "summarise", "doctrine", "task_tools", "system_prompt",
-                "kernel_overrides", "gate", "host", "nudge_style", "cache"}  # what the workloads set
-    env = {f.name: f.default for f in dataclasses.fields(ArmEnv) if f.name not in from_run}
-    assert {k: f.default for k, f in ArmSettings.model_fields.items()} == env
+    defaults = {k: next(f.default for f in dataclasses.fields(group) if f.name == k) for k, group in TUNABLE.items()}
+    assert {k: f.default for k, f in ArmSettings.model_fields.items()} == defaults
+    changed = {"deterministic_every": 7, "micro_keep": 2, "tail_share": 0.3, "lcm_fanout": 3, "search_limit": 9}
+    env = ArmEnv.build(1000, len, lambda *a: "", gate="pocket", **changed)
+    assert (env.kernel.deterministic_every, env.kernel.gate) == (7, "pocket")
+    assert (env.compaction.micro_keep, env.compaction.tail_share) == (2, 0.3)
+    assert (env.engine.lcm_fanout, env.engine.search_limit) == (3, 9)
+    assert env.compaction.sliding_fraction == defaults["sliding_fraction"]
+    with pytest.raises(TypeError, match="not an arm setting: windw"):
+        ArmEnv.build(1000, len, lambda *a: "", windw=3)
 
 
 def test_every_workload_has_a_strict_settings_model():

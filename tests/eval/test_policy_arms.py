@@ -24,7 +24,7 @@ def env(window=4000, **kw) -> ArmEnv:
     def summarise(source, instruction):
         return "the parser fails on a bad token"
 
-    return ArmEnv(window=window, count_tokens=default_count_tokens, summarise=summarise, **kw)
+    return ArmEnv.build(window, default_count_tokens, summarise, **kw)
 
 
 def history(seed: int, steps: int = 40) -> list[dict]:
@@ -76,9 +76,9 @@ def test_compact_tail_shows_the_summary_then_its_tail_verbatim():
     body = [m for m in view.messages if m["role"] != "system"]
     assert body[0]["content"].startswith(SUMMARY_PREFIX)
     shown_tail = body[-(len(hist) - st.cut):]
-    assert tokens(e, hist[st.cut:]) <= int(e.tail_share * e.window) or len(hist) - st.cut == 1
+    assert tokens(e, hist[st.cut:]) <= int(e.compaction.tail_share * e.window) or len(hist) - st.cut == 1
     for m, orig in zip(shown_tail, hist[st.cut:], strict=True):
-        if orig["role"] != "tool" or len(orig["content"]) <= e.micro_min_chars:  # micro-compaction still applies
+        if orig["role"] != "tool" or len(orig["content"]) <= e.compaction.micro_min_chars:  # micro-compaction still applies
             assert m["content"] == orig["content"]
 
 

@@ -21,7 +21,7 @@ def test_a_training_row_is_the_eval_request(doctrine, window, gate, host):
     sess = demo_session(0, steps=8, output_chars=2400)
     samples = [s for s in replay_session(sess, window=window, gate=gate, host=host, doctrine=doctrine, horizon=1)
                if s.point.action_index == 0]
-    e = ArmEnv(window=window, count_tokens=default_count_tokens, summarise=lambda *a: "", doctrine=doctrine,
+    e = ArmEnv.build(window, default_count_tokens, lambda *a: "", doctrine=doctrine,
                task_tools=list(sess.tools), system_prompt=sess.messages[0]["content"], gate=gate, host=host)
     st = ArmState()
     # The arm is driven through the same step boundaries in order (the kernel state carries

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from eval.backends import make_backend
-from eval.metrics import bootstrap_ci, paired_comparison
+from eval.metrics import bootstrap_ci, mean_ci, metric_scale, paired_comparison
 from plumbing.chat_backend import Request
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,6 +22,20 @@ def test_bootstrap_interval_is_seeded_and_holds_the_mean():
     assert (lo, hi) == tuple(bootstrap_ci(vals, seed=3))
     assert lo < sum(vals) / len(vals) < hi and 0.0 <= lo and hi <= 1.0
     assert bootstrap_ci([0.5]) == [0.5, 0.5] and bootstrap_ci([]) == []
+
+
+def test_an_interval_of_counts_stops_at_zero_and_a_real_one_does_not():
+    """Three spread-out billed-token counts: the t interval would reach below 0; a count's
+    mean cannot, so its interval stops there. A real-valued metric keeps the t interval, and a
+    paired difference of counts may be negative."""
+    billed = [200.0, 3000.0, 6400.0]
+    assert metric_scale("billed_tokens", billed) == "count"
+    assert metric_scale("peak_context", billed) == "count"
+    assert metric_scale("billed_tokens", [-1.0, 2.0]) == "real"  # not a count: no clipping
+    lo, hi = mean_ci(billed, "count")
+    raw = mean_ci(billed, "real")
+    assert raw[0] < 0 and lo == 0.0 and hi == raw[1]
+    assert mean_ci([5.0], "count") == []  # one value says nothing of the spread
 
 
 def test_paired_comparison_uses_only_shared_cases():

@@ -41,7 +41,7 @@ def message_tokens(env: ArmEnv, m: dict[str, Any]) -> int:
 
 
 def tail_budget(env: ArmEnv) -> int:
-    return int(env.tail_share * env.window)
+    return int(env.compaction.tail_share * env.window)
 
 
 # ----------------------------------------------------------------------------- cuts
@@ -106,7 +106,7 @@ def _failed(text: str, env: ArmEnv) -> bool:
     ``Error:``) or holds a phrase marker (``command not found``) of ``retry_markers``."""
     lines = (text or "").strip().splitlines()
     first = lines[0] if lines else ""
-    return any(first.startswith(k) if " " not in k else k in first for k in env.retry_markers)
+    return any(first.startswith(k) if " " not in k else k in first for k in env.compaction.retry_markers)
 
 
 def _single_step(parts: Parts, i: int) -> tuple[str, str] | None:
@@ -191,7 +191,7 @@ def _save(state: ArmState, index: int) -> str:
 def _handle_text(state: ArmState, env: ArmEnv, h: str) -> str:
     saved = state.policy["outputs"][h]
     text = saved["content"]
-    head = text[:env.offload_preview_chars]
+    head = text[:env.compaction.offload_preview_chars]
     return (f"[Tool output saved as {h} ({len(text)} characters, {text.count(chr(10)) + 1} lines); "
             f"read_tool_output(handle=\"{h}\") shows it in full. It begins:]\n{head}"
             + ("\n[...]" if len(text) > len(head) else ""))
@@ -213,7 +213,7 @@ def offload_summarised(state: ArmState, env: ArmEnv, old: int, new: int) -> None
     after the summary, never summarised themselves)."""
     for i in range(old, new):
         m = state.history[i]
-        if m.get("role") == "tool" and len(str(m.get("content") or "")) > env.micro_min_chars:
+        if m.get("role") == "tool" and len(str(m.get("content") or "")) > env.compaction.micro_min_chars:
             h = _save(state, i)
             listed = state.policy.setdefault("listed", [])
             if h not in listed:

@@ -82,11 +82,11 @@ def _label(node: dict[str, Any]) -> str:
 
 
 def _summary(state: ArmState, env: ArmEnv, lines: list[str], source: list[dict[str, Any]]) -> str:
-    extractive = _cap(lines, env.lcm_summary_chars)
-    if env.lcm_summary != "model":
+    extractive = _cap(lines, env.engine.lcm_summary_chars)
+    if env.engine.lcm_summary != "model":
         return extractive
     text = env.summarise(source, SUMMARY_PROMPT).strip()
-    return text if text and len(text) <= 2 * env.lcm_summary_chars else extractive
+    return text if text and len(text) <= 2 * env.engine.lcm_summary_chars else extractive
 
 
 def _new_node(state: ArmState, depth: int, children: list[Any], first: str, last: str, text: str) -> str:
@@ -110,7 +110,7 @@ def _leaf(state: ArmState, env: ArmEnv, fresh: float) -> str | None:
     units = [u for u in units if u[1] <= fresh_start]
     if not units:
         return None
-    budget, used, end = int(env.lcm_leaf_share * env.window), 0, lo
+    budget, used, end = int(env.engine.lcm_leaf_share * env.window), 0, lo
     for a, b in units:
         t = sum(message_tokens(env, hist[k]) for k in range(a, b))
         if used + t > budget and end > lo:
@@ -128,7 +128,7 @@ def _leaf(state: ArmState, env: ArmEnv, fresh: float) -> str | None:
 def _condense(state: ArmState, env: ArmEnv) -> list[str]:
     """Condense every run of ``lcm_fanout`` same-depth nodes side by side (oldest first)."""
     lc, made = _st(state), []
-    fan = max(2, env.lcm_fanout)
+    fan = max(2, env.engine.lcm_fanout)
     changed = True
     while changed:
         changed = False
@@ -186,8 +186,8 @@ def lcm(state: ArmState, env: ArmEnv) -> View:
     env = _with_tools(env)
     view = _render(state, env)
     events: list[dict[str, Any]] = []
-    if view.retained_tokens > env.lcm_soft * env.window:
-        events = _fold(state, env, env.lcm_target * env.window, env.lcm_fresh_share)
+    if view.retained_tokens > env.engine.lcm_soft * env.window:
+        events = _fold(state, env, env.engine.lcm_target * env.window, env.engine.lcm_fresh_share)
         if _render(state, env).retained_tokens > env.window:  # the hard limit: fold the fresh tail too
             events += _fold(state, env, env.window, 0.0)
         view = _render(state, env)
@@ -197,7 +197,7 @@ def lcm(state: ArmState, env: ArmEnv) -> View:
 
 def force(state: ArmState, env: ArmEnv) -> str:
     """A forced compaction: fold everything outside the fresh tail."""
-    return "engine" if _fold(state, _with_tools(env), 0, env.lcm_fresh_share) else "none"
+    return "engine" if _fold(state, _with_tools(env), 0, env.engine.lcm_fresh_share) else "none"
 
 
 def expand(state: ArmState, env: ArmEnv, args: dict[str, Any]) -> ToolRun:

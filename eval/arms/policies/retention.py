@@ -32,7 +32,7 @@ def _with_tools(env: ArmEnv) -> ArmEnv:
 def full_retention_search(state: ArmState, env: ArmEnv) -> View:
     env = _with_tools(env)
     hist = state.history
-    start = step_cut_index(hist, 0, int(env.retention_share * env.window), env) if hist else 0
+    start = step_cut_index(hist, 0, int(env.engine.retention_share * env.window), env) if hist else 0
     msgs: list[dict[str, Any]] = [{"role": "system", "content": env.system_prompt}] if env.system_prompt else []
     if start > 0:
         first, last = hist[0].get("id") or "#0", hist[start - 1].get("id") or f"#{start - 1}"
@@ -64,7 +64,7 @@ def search_history(state: ArmState, env: ArmEnv, args: dict[str, Any]) -> ToolRu
                                   role=m.get("role")))
             where.append(i)
     scores = hybrid_scores(docs, query) if docs else []
-    ranked = sorted((k for k, s in enumerate(scores) if s > 0), key=lambda k: (-scores[k], k))[:env.search_limit]
+    ranked = sorted((k for k, s in enumerate(scores) if s > 0), key=lambda k: (-scores[k], k))[:env.engine.search_limit]
     state.policy.setdefault("searched", set()).add(query)
     if not ranked:
         return ToolRun(f"No message of the log matches {query!r} ({len(docs)} messages searched).")

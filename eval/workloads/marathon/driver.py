@@ -29,7 +29,7 @@ from eval.workloads.agent_loop import route_reply, summariser
 from eval.workloads.base import RunContext, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, probe_reply, summary_reply
 from eval.workloads.marathon.tasks import run_tool
-from eval.workloads.scripted import arm_env
+from eval.workloads.scripted import session_env
 from plumbing.chat_backend import Request
 
 __all__ = ["run_agentic_marathon"]
@@ -48,7 +48,7 @@ def run_agentic_marathon(session: Any, snaps: dict[int, Any], afters: dict[int, 
     counters: dict[str, int] = {}
 
     summarise = summariser(ctx, calls, lambda source: summary_reply(session, source))
-    env = arm_env(session, ctx, summarise)
+    env = session_env(session, ctx, summarise)
     state = ArmState()
     msgs = session.messages
     start = 1 if msgs and msgs[0].get("role") == "system" else 0

@@ -38,12 +38,12 @@ from pydantic import Field
 
 from data_gen.sources.swe_rebench import to_session
 from doctrine.session import Fact
-from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply, force_compaction
+from eval.arms import ARM_INFO, ARMS, ArmState, apply_reply, force_compaction
 from eval.arms.policies.registry import recovery_hint
 from eval.arms.policies.tools import tool_counts
 from eval.judges import contains, visible_text
 from eval.metrics import mean
-from eval.workloads.base import Case, RunContext, call_record, safe_complete
+from eval.workloads.base import Case, RunContext, arm_env, call_record, safe_complete
 from eval.workloads.hindsight import decision_reply, summary_reply
 from eval.workloads.probes.cases import (
     KINDS,
@@ -164,12 +164,7 @@ def run_probe_case(pc: ProbeCase, arm: str, seed: int, ctx: RunContext, max_turn
         calls.append(call_record("summary", req, comp))
         return (comp.message.get("content") or "").strip() or "(empty summary)"
 
-    keys = set(ArmEnv.__dataclass_fields__) - {"window", "count_tokens", "summarise", "doctrine", "task_tools",
-                                               "system_prompt", "kernel_overrides", "gate", "host",
-                                               "nudge_style", "cache"}
-    env = ArmEnv(window=ctx.window, count_tokens=backend.count_tokens, summarise=summarise, doctrine=ctx.doctrine,
-                 task_tools=list(pc.converted.tools), system_prompt=system, kernel_overrides=dict(ctx.kernel_overrides),
-                 gate=ctx.gate, host=ctx.host, nudge_style=ctx.nudge_style, **{k: v for k, v in ctx.arm_settings.items() if k in keys})
+    env = arm_env(ctx, summarise, task_tools=list(pc.converted.tools), system_prompt=system)
     history = [{**m, "id": f"s{i}"} for i, m in enumerate(msgs) if m.get("role") != "system"]
     state = ArmState()
     counters: dict[str, int] = {}
