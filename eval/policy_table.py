@@ -1,4 +1,5 @@
-"""``python -m eval.policy_table RUN_DIR ...``: the policy-arm table of eval/README.md.
+"""``dtw policy-table RUN_DIR ...`` (also ``python -m eval policy-table``, ``python -m
+eval.policy_table``): the policy-arm table of eval/README.md.
 
 Per workload and arm of finished eval runs (``python -m eval report RUN_DIR`` first: the
 probe figures and their intervals are the report's own, from its ``report.json``):
@@ -48,6 +49,14 @@ def table(run_dir: str | Path) -> str:
                        f"{a.get('recoveries', 0)} / {a.get('recovery_refetches', 0)} |")
         out.append("")
     return "\n".join(out)
+
+
+def register(p) -> None:
+    """``dtw policy-table RUN_DIR ...`` / ``python -m eval policy-table``."""
+    p.description = ("Print the policy-arm table (billed tokens, peak context, probe score with its interval, "
+                     "refetches, recovery-tool use) of finished eval runs as Markdown; run dtw report first.")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="eval folders with a report")
+    p.set_defaults(func=lambda args: main(args.run_dirs))
 
 
 def main(argv: list[str] | None = None) -> int:

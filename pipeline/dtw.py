@@ -41,6 +41,7 @@ COMMANDS: dict[str, Command] = {
                                      "convert recorded trajectories and count rejects by reason"),
     "probes": Command("eval.workloads.probes.cli:register", "recall probes on recorded trajectories: extract, report"),
     "rescore": Command("eval.cli:register_rescore", "re-score an eval's recorded held-out replies with today's scorer"),
+    "policy-table": Command("eval.policy_table:register", "the policy-arm table (Markdown) of finished eval runs"),
     "fixtures": Command("eval.workloads.fixtures:register_fixtures", "write the seeded held-out fixture rows (JSONL)"),
     "model-info": Command("train.__main__:add_model_info", "resolve a model spec and print what it is"),
     "tiny-model": Command("train.__main__:add_tiny_model", "build the tiny test model into OUT"),

@@ -72,13 +72,14 @@ def tokenize_split(ds, tokenizer, template: str, *, max_length: int, prompt_mode
     """Tokenise rows into ``input_ids`` + ``assistant_masks``; return (dataset, rejects).
 
     Rejected rows (no target, empty mask, too long, wrong prompt mode, bad fields) are
-    dropped and counted by reason, never truncated and never fatal. ``with_keys`` adds
+    dropped and counted by reason, never truncated and never fatal. Every row keeps its
+    decision ``kind`` (``meta.kind``: the trainer logs the loss per kind). ``with_keys`` adds
     ``session_key`` (:func:`session_key`) and ``step`` columns for shared-prefix grouping.
     """
     if max_samples is not None:
         ds = ds.select(range(min(max_samples, len(ds))))
 
-    blank = {"session_key": "", "step": 0} if with_keys else {}
+    blank = {"kind": "", **({"session_key": "", "step": 0} if with_keys else {})}
 
     def encode(row: dict) -> dict:
         meta = _as_obj(row.get("meta")) or {}
@@ -90,7 +91,8 @@ def tokenize_split(ds, tokenizer, template: str, *, max_length: int, prompt_mode
             return {"input_ids": [], "assistant_masks": [], "reject": "bad_messages", **blank}
         if meta.get("prompt_mode") not in (None, prompt_mode):
             return {"input_ids": [], "assistant_masks": [], "reject": "prompt_mode_mismatch", **blank}
-        keys = {"session_key": session_key(meta), "step": _step(meta)} if with_keys else {}
+        keys = {"kind": str(meta.get("kind") or ""),
+                **({"session_key": session_key(meta), "step": _step(meta)} if with_keys else {})}
         try:
             enc = tokenize_sample(tokenizer, messages, tools, template, max_length)
         except SampleRejected as exc:

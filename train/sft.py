@@ -242,7 +242,7 @@ def build_trainer(recipe: TrainRecipe, model: Any, peft_config: Any, tokenizer: 
     from trl import SFTConfig
 
     from .fsdp import fsdp_activation_checkpointing
-    from .trainer import ProjectSFTTrainer
+    from .trainer import KindsCollator, ProjectSFTTrainer
 
     t = recipe.trainer
     shared = recipe.data.shared_prefix
@@ -299,7 +299,7 @@ def build_trainer(recipe: TrainRecipe, model: Any, peft_config: Any, tokenizer: 
                                 callbacks=callbacks, target_only_logits=t.target_only_logits,
                                 shared_prefix=shared, decision_tokens=t.decision_tokens,
                                 decision_weight=t.decision_weight, summary_weight=t.summary_weight)
-    trainer.data_collator = GuardedCollator(trainer.data_collator)
+    trainer.data_collator = GuardedCollator(KindsCollator(trainer.data_collator))
     return trainer, bf16
 
 

@@ -10,6 +10,9 @@ target positions only (transformers' ``logits_to_keep`` with an index tensor), a
 loss is the same token-summed cross-entropy, normalised the way TRL's is. With
 ``data.shared_prefix: true`` a batch is one merged sequence of several decision points
 (train/shared_prefix.py): its targets are scored at their own hidden states the same way.
+On the target-only path the log also carries each decision kind's mean token NLL
+(``loss_by_kind/<kind>``: emergency, tier2, nudged, task, ...), from the ``kind`` column
+that ``train.data.tokenize_split`` keeps and :class:`KindsCollator` hands over.
 
 Imported by ``train.sft`` inside ``run_training`` (TRL is a heavy import).
 """
@@ -20,7 +23,9 @@ import torch
 import torch.nn.functional as F
 from trl import SFTTrainer
 
-__all__ = ["ProjectSFTTrainer", "target_positions", "token_weights"]
+__all__ = ["KindsCollator", "ProjectSFTTrainer", "kind_losses", "target_positions", "token_weights"]
+
+KIND_PREFIX = "loss_by_kind/"
 
 
 def target_positions(labels: torch.Tensor) -> torch.Tensor:
@@ -45,6 +50,41 @@ def token_weights(targets: torch.Tensor, decision_tokens: int, decision_weight: 
     return w * valid
 
 
+def kind_losses(nll: torch.Tensor, targets: torch.Tensor, kinds: list[str],
+                segments: torch.Tensor | None = None) -> dict[str, float]:
+    """Mean token NLL per decision kind. ``nll`` and ``targets`` are (rows, positions); row r
+    is sample ``kinds[r]``, unless ``segments`` (same shape) says which sample each position
+    belongs to (a padding-free row holds several samples back to back)."""
+    valid = targets != -100
+    owner = segments if segments is not None else torch.arange(targets.size(0)).unsqueeze(1).expand_as(targets)
+    sums: dict[str, list[float]] = {}
+    for k, kind in enumerate(kinds):
+        part = valid & (owner == k)
+        n = int(part.sum())
+        if n and kind:
+            acc = sums.setdefault(kind, [0.0, 0])
+            acc[0] += float(nll[part].sum())
+            acc[1] += n
+    return {kind: total / n for kind, (total, n) in sums.items()}
+
+
+class KindsCollator:
+    """Takes each feature's ``kind`` off before the inner collator runs and hands the batch's
+    kinds over as ``batch["kinds"]`` (a list, one per sample); the trainer pops it before the
+    model sees the batch."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __call__(self, features):
+        if not features or "kind" not in features[0]:
+            return self.inner(features)
+        kinds = [str(f.get("kind") or "") for f in features]
+        batch = self.inner([{k: v for k, v in f.items() if k != "kind"} for f in features])
+        batch["kinds"] = kinds
+        return batch
+
+
 class ProjectSFTTrainer(SFTTrainer):
     def __init__(self, *args, target_only_logits: bool = False, shared_prefix: bool = False,
                  decision_tokens: int = 0, decision_weight: float = 1.0, summary_weight: float = 1.0, **kwargs):
@@ -63,6 +103,11 @@ class ProjectSFTTrainer(SFTTrainer):
                 or self.args.loss_type != "nll" or self.aux_loss_enabled):
             raise ValueError("trainer.target_only_logits and data.shared_prefix compute the plain token NLL; they do "
                              "not combine with a custom loss, label smoothing, another loss_type or an MoE aux loss")
+
+    def _set_signature_columns_if_needed(self):
+        super()._set_signature_columns_if_needed()
+        if "kind" not in self._signature_columns:  # kept for KindsCollator (the per-kind loss)
+            self._signature_columns = [*self._signature_columns, "kind"]
 
     def create_accelerator_and_postprocess(self) -> None:
         super().create_accelerator_and_postprocess()
@@ -89,6 +134,7 @@ class ProjectSFTTrainer(SFTTrainer):
             load_sharded_adapter(model if model is not None else self.model, resume_from_checkpoint)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        kinds = inputs.pop("kinds", None)  # KindsCollator's: for the log only, never the model's
         labels = inputs["labels"]
         if self.model.training:
             # Target tokens trained on so far (``num_target_tokens`` beside TRL's ``num_tokens``):
@@ -118,7 +164,23 @@ class ProjectSFTTrainer(SFTTrainer):
         else:  # a padding-free batch is one row without one
             seen = torch.tensor(inputs["input_ids"].size(1), device=inputs["input_ids"].device)
         self._record_metrics(mode, logits.detach(), targets, seen)
+        if kinds:
+            self._record_kind_losses(mode, logits.detach(), targets, kinds, inputs, keep)
         return loss
+
+    def _record_kind_losses(self, mode, logits, targets, kinds, inputs, keep):
+        """``loss_by_kind/<kind>``: this batch's mean token NLL of each kind it holds (a kind
+        absent from every batch of a logging window is absent from that log line)."""
+        segments = None
+        if targets.size(0) != len(kinds):  # padding-free: one row, samples split where positions restart
+            pos = inputs.get("position_ids")
+            if pos is None or pos.size(0) != 1:
+                return
+            segments = ((pos[0] == 0).long().cumsum(0) - 1)[1:][keep].unsqueeze(0)
+        nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-100,
+                              reduction="none").view_as(targets)
+        for kind, value in kind_losses(nll, targets, kinds, segments).items():
+            self._metrics[mode][KIND_PREFIX + kind].append(value)
 
     def _merged_loss(self, model, inputs, return_outputs, num_items_in_batch):
         """The loss of one shared-prefix sequence (train/shared_prefix.py): the hidden states at

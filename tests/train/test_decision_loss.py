@@ -11,7 +11,7 @@ import torch
 
 from plumbing.chat_templates import SampleRejected, choose_template, tokenize_sample
 from train.recipe import TrainerSection
-from train.trainer import ProjectSFTTrainer, token_weights
+from train.trainer import KindsCollator, ProjectSFTTrainer, kind_losses, token_weights
 
 from .conftest import make_row
 
@@ -61,6 +61,36 @@ def test_the_decision_term_is_weighted_apart():
     assert fake._metrics["train"]["loss_decision"][0] == pytest.approx((nll[first].sum() / first.sum()).item())
 
 
+def test_loss_per_kind_by_rows_and_by_padding_free_segments():
+    logits, t = _batch()
+    nll = torch.nn.functional.cross_entropy(logits.reshape(-1, 11), t.reshape(-1), ignore_index=-100,
+                                            reduction="none").view_as(t)
+    got = kind_losses(nll, t, ["emergency", "task"])
+    assert got["emergency"] == pytest.approx(nll[0, 2:].mean().item())
+    assert got["task"] == pytest.approx(nll[1, :6].mean().item())
+    # Two rows of one kind pool their tokens (a token mean, not a mean of row means).
+    assert kind_losses(nll, t, ["task", "task"])["task"] == pytest.approx(nll[t != -100].mean().item())
+    # One padding-free row holding three samples: positions 0-2, 3-4, 5-6.
+    flat_nll, flat_t = nll[1:2], t[1:2]
+    seg = torch.tensor([[0, 0, 0, 1, 1, 2, 2]])
+    got = kind_losses(flat_nll, flat_t, ["tier2", "task", "tier2"], seg)
+    assert got["task"] == pytest.approx(flat_nll[0, 3:5].mean().item())
+    assert got["tier2"] == pytest.approx(torch.cat([flat_nll[0, :3], flat_nll[0, 5:6]]).mean().item())
+    assert kind_losses(nll, t, ["", "task"]).keys() == {"task"}  # a row without a kind is not logged
+
+
+def test_the_kinds_collator_hands_kinds_over_and_keeps_them_from_the_inner_collator():
+    seen = []
+
+    def inner(features):
+        seen.extend(features)
+        return {"input_ids": [f["input_ids"] for f in features]}
+
+    batch = KindsCollator(inner)([{"input_ids": [1], "kind": "emergency"}, {"input_ids": [2], "kind": "task"}])
+    assert batch["kinds"] == ["emergency", "task"] and all("kind" not in f for f in seen)
+    assert "kinds" not in KindsCollator(inner)([{"input_ids": [3]}])  # merged rows carry none
+
+
 def test_recipe_defaults_and_checks():
     t = TrainerSection()
     assert (t.decision_tokens, t.decision_weight, t.summary_weight) == (0, 1.0, 1.0)
@@ -105,3 +135,5 @@ def test_a_smoke_run_logs_both_terms_and_keeps_the_loss_at_default_weights(proje
     assert split["losses"] == pytest.approx(plain["losses"], rel=1e-6)
     logs = [h for h in split["log_history"] if "loss" in h]
     assert logs and all("loss_decision" in h and "loss_summary" in h for h in logs)
+    # Each step's line names the kind of the sample it trained on (one sample a step).
+    assert all(any(k.startswith("loss_by_kind/") for k in h) for h in logs)
