@@ -163,22 +163,22 @@ class ProjectSFTTrainer(SFTTrainer):
             seen = inputs["attention_mask"].sum()
         else:  # a padding-free batch is one row without one
             seen = torch.tensor(inputs["input_ids"].size(1), device=inputs["input_ids"].device)
-        self._record_metrics(mode, logits.detach(), targets, seen)
+        logp = self._record_metrics(mode, logits.detach(), targets, seen)
         if kinds:
-            self._record_kind_losses(mode, logits.detach(), targets, kinds, inputs, keep)
+            self._record_kind_losses(mode, logp, targets, kinds, inputs, keep)
         return loss
 
-    def _record_kind_losses(self, mode, logits, targets, kinds, inputs, keep):
+    def _record_kind_losses(self, mode, logp, targets, kinds, inputs, keep):
         """``loss_by_kind/<kind>``: this batch's mean token NLL of each kind it holds (a kind
-        absent from every batch of a logging window is absent from that log line)."""
+        absent from every batch of a logging window is absent from that log line), from the
+        log-probabilities :meth:`_record_metrics` computed already."""
         segments = None
         if targets.size(0) != len(kinds):  # padding-free: one row, samples split where positions restart
             pos = inputs.get("position_ids")
             if pos is None or pos.size(0) != 1:
                 return
             segments = ((pos[0] == 0).long().cumsum(0) - 1)[1:][keep].unsqueeze(0)
-        nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-100,
-                              reduction="none").view_as(targets)
+        nll = -logp.gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)  # -100 rows are masked below
         for kind, value in kind_losses(nll, targets, kinds, segments).items():
             self._metrics[mode][KIND_PREFIX + kind].append(value)
 
@@ -233,7 +233,8 @@ class ProjectSFTTrainer(SFTTrainer):
 
     def _record_metrics(self, mode, logits, targets, seen):
         """The per-batch figures TRL logs (entropy, mean_token_accuracy, num_tokens),
-        computed from the kept logits only; ``seen`` is the tokens the model processed."""
+        computed from the kept logits only; ``seen`` is the tokens the model processed.
+        Returns the log-probabilities (for the per-kind loss)."""
         valid = targets != -100
         logp = logits.log_softmax(-1)
         entropy = -(logp.exp() * logp).sum(-1)
@@ -247,3 +248,4 @@ class ProjectSFTTrainer(SFTTrainer):
         if mode == "train":
             self._total_train_tokens += gather(seen).sum().item() // self._tp_size
         self._metrics[mode]["num_tokens"] = [self._total_train_tokens]
+        return logp

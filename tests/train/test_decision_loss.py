@@ -137,3 +137,9 @@ def test_a_smoke_run_logs_both_terms_and_keeps_the_loss_at_default_weights(proje
     assert logs and all("loss_decision" in h and "loss_summary" in h for h in logs)
     # Each step's line names the kind of the sample it trained on (one sample a step).
     assert all(any(k.startswith("loss_by_kind/") for k in h) for h in logs)
+    # A step whose samples are all of one kind: that kind's token mean is the step's loss.
+    # One sample a step: its kind's token mean is the step's loss.
+    one = run("one", "trainer.per_device_train_batch_size=1")
+    for h in (h for h in one["log_history"] if "loss" in h):
+        kinds = [k for k in h if k.startswith("loss_by_kind/")]
+        assert len(kinds) == 1 and h[kinds[0]] == pytest.approx(h["loss"], rel=1e-3), h
