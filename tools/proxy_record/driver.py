@@ -8,7 +8,8 @@ assistant message (text and tool calls) and the tool result (with ``name``, so w
 whether the proxy passes it on). Every client request and reply goes to ``--client-log``.
 
 Scenarios: ``session`` (the 24-step session; compress on nudge), ``fold-early`` (the same,
-plus an unprompted compress at steps 6 and 12), ``retry-loop`` (one request whose model
+plus an unprompted compress at steps 6 and 12), ``ignore`` (the model never compresses),
+``retry-loop`` (one request whose model
 answer is a compress call with invalid JSON every time: the proxy's retry loop).
 """
 
@@ -58,7 +59,7 @@ def read_sse(raw: bytes) -> dict:
 
 
 def plan_for(scenario: str, i: int, step: dict) -> list[dict]:
-    plan = [{"kind": "compress", "when": "nudged"}]
+    plan = [] if scenario == "ignore" else [{"kind": "compress", "when": "nudged"}]
     if scenario == "fold-early" and i in (6, 12):
         plan = [{"kind": "compress"}]
     if step["kind"] == "tool":
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Play the scripted session through the proxy.")
     ap.add_argument("--proxy", required=True, help="e.g. http://127.0.0.1:18787")
     ap.add_argument("--mock", required=True, help="e.g. http://127.0.0.1:18790")
-    ap.add_argument("--scenario", choices=("session", "fold-early", "retry-loop"), default="session")
+    ap.add_argument("--scenario", choices=("session", "fold-early", "ignore", "retry-loop"), default="session")
     ap.add_argument("--window", default="", help="recorded with the client log only")
     ap.add_argument("--client-log", required=True)
     a = ap.parse_args(argv)

@@ -90,12 +90,14 @@ def schema_shape(schema):
 
 
 def nudge_kind(text: str) -> str:
-    if re.search(r"\[(EMERGENCY — )?TIER (\d)", text):
-        t = re.search(r"TIER (\d)", text).group(1)
-        return f"tier{t}-emergency" if "EMERGENCY" in text.split("\n\n")[2:4].__str__() else f"tier{t}"
-    if "Context limit reached" in text.split("\n", 1)[0]:
+    """gentle | emergency | tierN | tierN-emergency, from the nudge's trigger wording."""
+    m = re.search(r"\[(EMERGENCY — )?TIER (\d) ", text)
+    if m:
+        return f"tier{m.group(2)}" + ("-emergency" if m.group(1) else "")
+    first = text.split("\n", 1)[0]
+    if "Context limit reached" in first:
         return "emergency"
-    if "efficiency nudge" in text.split("\n", 1)[0]:
+    if "efficiency nudge" in first:
         return "gentle"
     return "other"
 

@@ -65,7 +65,11 @@ record session-8k 8192 session '{}' 18787 18790
 record tuned-8k 8192 session "{\"compress\": {$tuned}}" 18787 18790
 record fold-early-8k 8192 fold-early "{\"compress\": {$tuned}}" 18787 18790
 record prompts-8k 8192 session "{\"compress\": {$tuned, $prompts}}" 18787 18790
+# One empty text among the four (what an export with empty distilled texts would give).
+record prompts-empty-8k 8192 session "{\"compress\": {$tuned, ${prompts/TIER3-MARKER/}}}" 18787 18790
 record pocket-3k 3072 session "{\"compress\": {$tuned, $prompts}}" 18787 18790
+record ignore-8k 8192 ignore "{\"compress\": {$tuned}}" 18787 18790
+record gentle-8k 8192 session "{\"compress\": {$tuned, \"nudgeGrowthTokens\": 500}}" 18787 18790
 record retry-loop 8192 retry-loop '{}' 18787 18790
 [ -n "${ONLY:-}" ] && exit 0
 (cd "$here" && PYTHONPATH="$here" "$py" -m tools.proxy_record.fixtures "$out" \
