@@ -194,7 +194,7 @@ def build(raw: Path, name: str, provenance: dict) -> list[dict]:
     decisions = [m.groups() for m in NUDGE_LOG.finditer((raw / "proxy.log").read_text())]
     cfg = json.loads((raw / "cfg.json").read_text())
     cfg.pop("port", None)
-    cfg["providers"] = {"<mock>": v for v in cfg["providers"].values()}
+    cfg["providers"] = {"<mock>": next(iter(cfg["providers"].values()))}
     fixed = fixed_texts(upstream)
     out = [{"type": "header", "recording": name, "config": cfg, **provenance,
             "turns": len(client), "upstream_requests": len(upstream),
@@ -234,6 +234,28 @@ def build(raw: Path, name: str, provenance: dict) -> list[dict]:
     return out
 
 
+STATUS = "[proxy status line]"
+
+
+def client_requests(raw: Path) -> list[dict]:
+    """What the client sent per turn: our session texts; the proxy's status line that the
+    client kept in an assistant message becomes a placeholder of the same length."""
+    out = []
+    for line in (raw / "client.jsonl").read_text().splitlines():
+        c = json.loads(line)
+        msgs = []
+        for m in c["request"]["messages"]:
+            m = dict(m)
+            if m["role"] == "assistant" and "[ACP]" in (m.get("content") or ""):
+                n = len(m["content"])
+                m["content"] = (STATUS + "." * n)[:n]
+                m["status_placeholder"] = True
+            msgs.append(m)
+        out.append({"turn": c["turn"], "messages": msgs, "tools": [t["function"]["name"] for t in c["request"]["tools"]],
+                    "max_tokens": c["request"]["max_tokens"]})
+    return out
+
+
 def provenance(proxy: str | None, kernel: str | None) -> dict:
     def ver(path: str | None) -> str | None:
         if not path:
@@ -270,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         recs = build(d, d.name, prov)
         data = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in recs)
         atomic_write(out / f"{d.name}.jsonl.gz", gzip.compress(data.encode(), mtime=0))
+        data = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in client_requests(d))
+        atomic_write(out / f"{d.name}.client.jsonl.gz", gzip.compress(data.encode(), mtime=0))
         print(f"{d.name}: {recs[0]['turns']} turns, {recs[0]['upstream_requests']} upstream requests")
     return 0
 
