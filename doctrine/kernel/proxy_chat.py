@@ -1,0 +1,133 @@
+"""The billion-context proxy over OpenAI chat completions, as recorded (``proxy_chat``).
+
+``render_proxy_chat`` builds the upstream request the proxy (v0.1.45, acp-kernel 0.0.36,
+``stream: true``) sends for one client request. It reproduces what
+``tools/proxy_record/`` recorded (facts in ``tools/proxy_record/FINDINGS.md``;
+``tests/doctrine/kernel/test_proxy_chat.py`` checks it against the structural fixtures).
+This differs from the ``proxy`` host variant of ``profile.py``, which was written from the
+kernel's spec:
+
+* the client's system message is a message like any other: it gets the first ref
+  (``m00001``) and a ``text-only`` tag, and can be offered and folded. The proxy's block
+  is appended to its text after ``SYSTEM_SEPARATOR``. When no client system message is
+  left (folded), the block alone becomes a new system message at the front, untagged;
+* tool results carry no tool name, upstream or inside the kernel (acp-kernel 0.0.36's chat
+  reader never reads ``name``). Upstream they go without ``name``. In the kernel, the
+  recent-zone exception for ``bash``/``read``/search tools then applies to their calls
+  only, not their results (``proxy_flatten``);
+* tools are the client's, in its order, then the proxy's four (``ACP_TOOL_ORDER``);
+* earlier folds leave nothing in view: the kernel's summary messages are dropped, and the
+  compress call and its result exist only in the same turn's re-request
+  (``rerequest_after_compress``). Only the client's own history carries anything else;
+* the nudge is one trailing user message, untagged, on this request only;
+* offered ranges are the kernel's recommended ranges with fewer than 200 tokens dropped;
+* compress is applied to the kernel's view (tagged text), not the client's messages;
+* the context count the gates read is the previous upstream response's ``prompt_tokens``
+  (0 on a session's first call), including any nudge it carried. The proxy first takes
+  ``max_tokens`` (8,192 when absent) off the declared window: ``effective_limit``.
+
+The proxy's wording (system block, tool descriptions, nudge text) is not here. The caller
+passes its own texts, the doctrine's, in ``system_block``, ``acp_tools`` and ``nudge_text``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from doctrine.kernel.chat import flatten, to_chat
+from doctrine.kernel.compress import apply_compression
+from doctrine.kernel.config import KernelConfig
+from doctrine.kernel.messages import Message
+from doctrine.kernel.nudge import NudgeDecision
+from doctrine.kernel.recommend import Range, viable_ranges
+from doctrine.kernel.state import SUMMARY_ID_PREFIX, CompressionState
+from doctrine.kernel.turn import process_turn
+
+SYSTEM_SEPARATOR = "\n\n---\n\n"
+ACP_TOOL_ORDER = ("compress", "decompress", "search_context", "acp_status")
+DEFAULT_MAX_TOKENS = 8192  # what the proxy assumes when a request sets no max_tokens
+TITLE_MAX_TOKENS = 200  # at or below it the proxy injects nothing (a title request)
+
+
+def effective_limit(window: int, max_tokens: int | None) -> int:
+    """The limit the proxy's kernel sees: the window less this request's output budget."""
+    out = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
+    return window - out if 0 < out < window else window
+
+
+@dataclass
+class ProxyChatRequest:
+    messages: list[dict[str, Any]]  # the upstream chat messages
+    tools: list[dict[str, Any]]
+    view: list[Message]  # the kernel's view (tagged), what a compress call is applied to
+    state: CompressionState
+    decision: NudgeDecision
+    offered: list[Range]  # the ranges a nudge may list (viable ones only)
+    nudge_shown: bool
+
+
+def proxy_flatten(client_messages: list[dict[str, Any]]) -> list[Message]:
+    """The client's chat messages as the proxy's kernel sees them: tool results nameless."""
+    return [dataclasses.replace(m, tool_name=None) if m.content_type == "tool-result" else m
+            for m in flatten(client_messages)]
+
+
+def _upstream_chat(view: list[Message]) -> list[dict[str, Any]]:
+    out = []
+    for m in to_chat(view):
+        if m.get("role") == "tool":
+            m = {k: v for k, v in m.items() if k != "name"}
+        out.append(m)
+    return out
+
+
+def _with_system_block(chat: list[dict[str, Any]], block: str) -> list[dict[str, Any]]:
+    if not block:
+        return chat
+    if chat and chat[0].get("role") == "system":
+        first = dict(chat[0])
+        first["content"] = (first.get("content") or "") + SYSTEM_SEPARATOR + block
+        return [first, *chat[1:]]
+    return [{"role": "system", "content": block}, *chat]
+
+
+def render_proxy_chat(client_messages: list[dict[str, Any]], client_tools: list[dict[str, Any]],
+                      state: CompressionState, config: KernelConfig, token_count: int, *,
+                      system_block: str, acp_tools: list[dict[str, Any]],
+                      nudge_text: Callable[[NudgeDecision, list[Range]], str] | None = None
+                      ) -> ProxyChatRequest:
+    """The upstream request for one client request (round 1 of a turn)."""
+    names = [t.get("function", {}).get("name") for t in acp_tools]
+    if tuple(names) != ACP_TOOL_ORDER:
+        raise ValueError(f"acp_tools must be {list(ACP_TOOL_ORDER)} in that order, got {names}")
+    turn = process_turn(proxy_flatten(client_messages), state, config, token_count, render_tags="text-only")
+    offered = viable_ranges(turn.nudge.compressible_ranges)
+    view = [m for m in turn.messages if not m.id.startswith(SUMMARY_ID_PREFIX)]
+    chat = _with_system_block(_upstream_chat(view), system_block)
+    shown = False
+    if turn.nudge.should_inject and nudge_text is not None:
+        text = nudge_text(turn.nudge, offered)
+        if text:
+            chat.append({"role": "user", "content": text})
+            shown = True
+    return ProxyChatRequest(chat, [*client_tools, *acp_tools], view, turn.state, turn.nudge, offered, shown)
+
+
+def rerequest_after_compress(req: ProxyChatRequest, call: dict[str, Any], result_text: str,
+                             system_block: str) -> list[dict[str, Any]]:
+    """Round 2 of a turn whose model answer was a compress call: the view (the nudge gone),
+    then the call and its result (no ``name``). The view is not re-pruned, so the folded
+    messages are still in it. That is the only request in which the model sees its fold."""
+    chat = _upstream_chat(req.view)
+    chat.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    chat.append({"role": "tool", "tool_call_id": call.get("id"), "content": result_text})
+    return _with_system_block(chat, system_block)
+
+
+def apply_proxy_compress(ranges: list[dict[str, Any]], req: ProxyChatRequest, config: KernelConfig,
+                         call_id: str | None = None):
+    """Apply a compress call the proxy's way: on the kernel's tagged view of this turn."""
+    return apply_compression(ranges, req.view, req.state, config, compress_call_id=call_id)

@@ -1,0 +1,202 @@
+"""``doctrine.kernel.proxy_chat`` against what the real billion-context proxy sent upstream.
+
+The fixtures (``fixtures/proxy_record/``, recorded by hand with ``tools/proxy_record/run.sh``)
+hold, per client turn, the client's request and the structure of every upstream request
+the proxy made. Each recorded session is replayed here: the same client requests, the
+proxy's own context counts, and the same compress calls. It goes through the project's
+kernel and ``render_proxy_chat``, and each round-1 request is compared with the recording
+message by message: role, ref, tag type and token figure, tool calls, content present,
+``name`` on tool results. Also compared: the nudge decision (inject, tier), where the
+nudge sits, the ranges it offers, the tool order, and whether each recorded compress was
+applied or refused.
+
+Differences tolerated, each named where it is allowed:
+
+* TEXTS: the system block, tool descriptions and nudge wording are the doctrine's, not
+  the proxy's. They are compared by position and presence, never by hash.
+* STATUS_LINE: the proxy's status line that the client kept in an assistant message is
+  stored as a same-length placeholder, so that message's tag token figure may differ.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from doctrine.kernel.config import KernelConfig
+from doctrine.kernel.proxy_chat import (
+    ACP_TOOL_ORDER,
+    SYSTEM_SEPARATOR,
+    apply_proxy_compress,
+    effective_limit,
+    render_proxy_chat,
+    rerequest_after_compress,
+)
+from doctrine.kernel.state import CompressionState
+from tools.proxy_record.fixtures import STATUS, message_structure
+from tools.proxy_record.session import TOOLS as CLIENT_TOOLS
+
+FIX = Path(__file__).parent / "fixtures" / "proxy_record"
+SESSIONS = ["session-8k", "tuned-8k", "ignore-8k", "gentle-8k", "fold-early-8k", "prompts-8k",
+            "prompts-empty-8k", "pocket-3k", "retry-loop"]
+OUR_BLOCK = "OUR-SYSTEM-BLOCK"
+OUR_NUDGE = "OUR-NUDGE"
+ACP_TOOLS = [{"type": "function", "function": {"name": n, "description": "ours", "parameters": {"type": "object"}}}
+             for n in ACP_TOOL_ORDER]
+
+
+def _load(name: str) -> list[dict]:
+    with gzip.open(FIX / name, "rt", encoding="utf-8") as f:
+        return [json.loads(x) for x in f if x.strip()]
+
+
+def _config(header: dict, limit: int) -> KernelConfig:
+    c = header["config"].get("compress", {})
+    over: dict = {}
+    if "preserveRecentTokens" in c:
+        over["preserve_recent_tokens"] = c["preserveRecentTokens"]
+    if "minCompressRange" in c:
+        over["compress"] = {"min_compress_range": c["minCompressRange"]}
+    if "nudgeGrowthTokens" in c:
+        over.setdefault("nudge", {}).update(growth_floor=c["nudgeGrowthTokens"], growth_cap=c["nudgeGrowthTokens"])
+    return KernelConfig.for_limit(limit, **over)
+
+
+def _client(msgs: list[dict]) -> tuple[list[dict], set[int]]:
+    placeholders = {i for i, m in enumerate(msgs) if m.get("status_placeholder")}
+    return [{k: v for k, v in m.items() if k != "status_placeholder"} for m in msgs], placeholders
+
+
+def _ours(i: int, m: dict, nudge_at: int | None) -> dict:
+    s = message_structure(i, m, {}, nudge_at)
+    return {k: v for k, v in s.items() if k not in ("nudge", "appended", "result_kind")}
+
+
+def _comparable(s: dict) -> dict:
+    return {k: v for k, v in s.items() if k not in ("nudge", "appended", "result_kind")}
+
+
+def replay(name: str):
+    """Yield (turn, recorded round-1 record, our request, recorded turn record, placeholders)."""
+    recs = _load(f"{name}.jsonl.gz")
+    clients = {c["turn"]: c for c in _load(f"{name}.client.jsonl.gz")}
+    header = recs[0]
+    window = header["config"]["providers"]["<mock>"]["models"]["mock-coder"]["context"]
+    state = CompressionState.initial()
+    turns = [r for r in recs if r["type"] == "turn"]
+    ups = [r for r in recs if r["type"] == "upstream"]
+    for t in turns:
+        c = clients[t["turn"]]
+        cfg = _config(header, effective_limit(window, c["max_tokens"]))
+        msgs, placeholders = _client(c["messages"])
+        d = t["proxy_decision"]
+        req = render_proxy_chat(msgs, CLIENT_TOOLS, state, cfg, d["token_count"], system_block=OUR_BLOCK,
+                                acp_tools=ACP_TOOLS, nudge_text=lambda dec, offered: OUR_NUDGE)
+        mine = [u for u in ups if u["turn"] == t["turn"]]
+        yield t, mine, req, placeholders
+        state = req.state
+        if len(mine) > 1:
+            last = mine[1]["messages"][-2]
+            call = (last.get("tool_calls") or [{}])[0]
+            if call.get("name") == "compress" and "ranges" in call:
+                res = apply_proxy_compress([{"startId": a, "endId": b, "summary": "s" * 120, "topic": "t"}
+                                            for a, b in call["ranges"]], req, cfg, call_id="c")
+                yield ("compress", mine[1]["messages"][-1]["result_kind"], res)
+                state = res.state
+
+
+@pytest.mark.parametrize("name", SESSIONS)
+def test_replay_matches_recording(name):
+    turns = 0
+    for item in replay(name):
+        if item[0] == "compress":
+            _, kind, res = item
+            assert (res.blocks_created > 0) == (kind == "compressed"), (name, kind, res.errors)
+            continue
+        t, mine, req, _ = item
+        turns += 1
+        rec = mine[0]
+        d = t["proxy_decision"]
+        where = f"{name} turn {t['turn']}"
+        # the nudge decision
+        assert req.decision.should_inject == d["inject"], where
+        if d["inject"]:
+            assert req.decision.tier == d["tier"], where
+        # tools: the client's, then the proxy's four
+        assert [x["function"]["name"] for x in req.tools] == [x["name"] for x in rec["tools"]], where
+        # messages, one by one (a nudge is compared by position only: TEXTS)
+        nudge_at = len(req.messages) - 1 if req.nudge_shown else None
+        ours = [_ours(i, m, nudge_at) for i, m in enumerate(req.messages)]
+        theirs = [_comparable(m) for m in rec["messages"]]
+        assert len(ours) == len(theirs), (where, len(ours), len(theirs))
+        rec_nudge = next((m["nudge"] for m in rec["messages"] if "nudge" in m), None)
+        assert (rec_nudge is not None) == req.nudge_shown, where
+        if rec_nudge is not None:
+            assert rec["messages"][-1].get("nudge") is not None, where
+            offered = [(r.start_ref, r.end_ref) for r in req.offered]
+            recorded = [(r["start"], r["end"]) for r in rec_nudge["ranges"] if not r["protected"]]
+            if not rec_nudge["target_blocks"]:
+                assert offered == recorded, (where, offered, recorded)
+            else:
+                assert [b.block_id for b in req.decision.tier_target_blocks] == \
+                       [b["block"] for b in rec_nudge["target_blocks"]], where
+        for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+            if i == 0 and a["role"] == "system":
+                # TEXTS: the appended block is ours; the client's part must match exactly
+                assert ("client_system" in a) == ("client_system" in b), (where, a, b)
+                if "client_system" in b:
+                    assert a["client_system"] == b["client_system"], where
+                    assert (a.get("ref"), a.get("tag_type"), a.get("tag_tokens")) == \
+                           (b.get("ref"), b.get("tag_type"), b.get("tag_tokens")), where
+                else:
+                    assert a.get("ref") is None and b.get("ref") is None, where
+                continue
+            if i == nudge_at:
+                continue
+            if STATUS in (req.messages[i].get("content") or ""):  # STATUS_LINE
+                assert b["role"] == "assistant" and b.get("content") is not None, where
+                assert a["content"]["len"] == b["content"]["len"], where
+                a, b = _without(a, "tag_tokens", "content"), _without(b, "tag_tokens", "content")
+            assert a == b, (where, i, a, b)
+    assert turns == _load(f"{name}.jsonl.gz")[0]["turns"] >= 1
+
+
+def _without(d: dict, *keys: str) -> dict:
+    return {k: v for k, v in d.items() if k not in keys}
+
+
+def test_system_block_and_separator():
+    """The client's system text, tagged m00001, then the separator, then the block; after a
+    fold has covered m00001 the block alone, untagged."""
+    req = render_proxy_chat([{"role": "system", "content": "sys"}, {"role": "user", "content": "task"}], [],
+                            CompressionState.initial(), KernelConfig.for_limit(8000), 0,
+                            system_block=OUR_BLOCK, acp_tools=ACP_TOOLS)
+    first = req.messages[0]["content"]
+    assert first.startswith('<acp tokens="') and ">m00001</acp>\nsys" in first
+    assert first.endswith(SYSTEM_SEPARATOR + OUR_BLOCK)
+    assert req.messages[1]["content"].endswith(">m00002</acp>\ntask")
+    req = render_proxy_chat([{"role": "user", "content": "task"}], [], CompressionState.initial(),
+                            KernelConfig.for_limit(8000), 0, system_block=OUR_BLOCK, acp_tools=ACP_TOOLS)
+    assert req.messages[0] == {"role": "system", "content": OUR_BLOCK}
+
+
+def test_rerequest_carries_the_call_only_there():
+    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"}]
+    req = render_proxy_chat(msgs, [], CompressionState.initial(), KernelConfig.for_limit(8000), 0,
+                            system_block=OUR_BLOCK, acp_tools=ACP_TOOLS)
+    call = {"id": "c1", "type": "function", "function": {"name": "compress", "arguments": "{}"}}
+    out = rerequest_after_compress(req, call, "[result]", OUR_BLOCK)
+    assert out[-2]["tool_calls"] == [call] and out[-1] == {"role": "tool", "tool_call_id": "c1",
+                                                             "content": "[result]"}
+
+
+def test_effective_limit_and_acp_tool_order():
+    assert effective_limit(8192, 512) == 7680
+    assert effective_limit(8192, None) == 8192  # 8,192 reserved would leave nothing: not reserved
+    assert effective_limit(200_000, None) == 200_000 - 8192
+    with pytest.raises(ValueError, match="acp_tools must be"):
+        render_proxy_chat([], [], CompressionState.initial(), KernelConfig.for_limit(8000), 0,
+                          system_block="", acp_tools=list(reversed(ACP_TOOLS)))
