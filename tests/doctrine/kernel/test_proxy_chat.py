@@ -102,9 +102,12 @@ def replay(name: str):
             last = mine[1]["messages"][-2]
             call = (last.get("tool_calls") or [{}])[0]
             if call.get("name") == "compress" and "ranges" in call:
-                res = apply_proxy_compress([{"startId": a, "endId": b, "summary": "s" * 120, "topic": "t"}
-                                            for a, b in call["ranges"]], req, cfg, call_id="c")
+                ranges = [{"startId": a, "endId": b, "summary": "s" * 120, "topic": "t"} for a, b in call["ranges"]]
+                res = apply_proxy_compress(ranges, req, cfg, call_id="c")
                 yield ("compress", mine[1]["messages"][-1]["result_kind"], res)
+                our_call = {"id": "c", "type": "function",
+                            "function": {"name": "compress", "arguments": json.dumps({"content": ranges})}}
+                yield ("rerequest", mine[1], rerequest_after_compress(req, our_call, res.text, OUR_BLOCK))
                 state = res.state
 
 
@@ -115,6 +118,24 @@ def test_replay_matches_recording(name):
         if item[0] == "compress":
             _, kind, res = item
             assert (res.blocks_created > 0) == (kind == "compressed"), (name, kind, res.errors)
+            continue
+        if item[0] == "rerequest":
+            _, rec2, ours2 = item
+            a = [_comparable(message_structure(i, m, {}, None)) for i, m in enumerate(ours2)]
+            b = [_comparable(m) for m in rec2["messages"]]
+            where = f"{name} turn {rec2['turn']} round 2"
+            assert len(a) == len(b), (where, len(a), len(b))
+            assert a[0].get("client_system") == b[0].get("client_system"), where
+            # TEXTS: the compress result is the kernel's wording on both sides, ours from the
+            # project's kernel; compared by presence. The view before it must match exactly.
+            status = {i for i, m in enumerate(ours2) if STATUS in (m.get("content") or "")}  # STATUS_LINE
+
+            def norm(x: dict, status=status) -> dict:
+                return _without(x, "content", "tag_tokens") if x["i"] in status else x
+            # The view before the call must match exactly; the call's result is the kernel's
+            # text on each side (TEXTS), compared by presence.
+            assert [norm(x) for x in a[1:-1]] == [norm(x) for x in b[1:-1]], where
+            assert a[-1]["role"] == b[-1]["role"] == "tool" and not a[-1]["has_name"] and not b[-1]["has_name"]
             continue
         t, mine, req, _ = item
         turns += 1
@@ -200,3 +221,35 @@ def test_effective_limit_and_acp_tool_order():
     with pytest.raises(ValueError, match="acp_tools must be"):
         render_proxy_chat([], [], CompressionState.initial(), KernelConfig.for_limit(8000), 0,
                           system_block="", acp_tools=list(reversed(ACP_TOOLS)))
+
+
+def test_recorded_facts_behind_findings():
+    """The facts tools/proxy_record/FINDINGS.md states, checked on the fixtures it cites."""
+    tuned = _load("tuned-8k.jsonl.gz")
+    turns = [r for r in tuned if r["type"] == "turn"]
+    ups = [r for r in tuned if r["type"] == "upstream"]
+    # context = the previous upstream call's prompt_tokens (0 on the first call)
+    assert all(t["proxy_decision"]["token_count"] == t["prev_upstream_prompt_tokens"] for t in turns)
+    assert turns[0]["proxy_decision"]["token_count"] == 0
+    # tool-call turns reach the client with finish_reason "stop"
+    tool_turns = [t for t in turns if t["client_reply"]["tool_calls"]]
+    assert len(tool_turns) == 22 and {t["client_reply"]["finish_reason"] for t in tool_turns} == {"stop"}
+    # no compress call survives into a later turn's first request; the re-request has it
+    assert not any(c["name"] == "compress" for u in ups if u["round"] == 1
+                   for m in u["messages"] for c in m.get("tool_calls", []))
+    assert all(u["messages"][-2]["tool_calls"][0]["name"] == "compress" for u in ups if u["round"] == 2)
+    # the first nudge offers the system message; after that fold the client's system text is gone
+    first = next(u for u in ups if any("nudge" in m for m in u["messages"]))
+    assert first["messages"][-1]["nudge"]["ranges"][0]["start"] == "m00001" and first["turn"] == 8
+    assert all("client_system" not in u["messages"][0] for u in ups if u["turn"] > 8)
+    # every pressure-band nudge uses the emergency wording with a placeholder example
+    kinds = {m["nudge"]["kind"] for u in ups for m in u["messages"] if "nudge" in m}
+    assert kinds == {"emergency", "tier2-emergency"}
+    # the retry loop: one client call, ten upstream rounds, "length" to the client
+    loop = _load("retry-loop.jsonl.gz")
+    assert [u["round"] for u in loop if u["type"] == "upstream"] == list(range(1, 11))
+    assert next(r for r in loop if r["type"] == "turn")["client_reply"]["finish_reason"] == "length"
+    # defaults at 8K: never a nudge, the context past the limit
+    plain = [r for r in _load("session-8k.jsonl.gz") if r["type"] == "turn"]
+    assert not any(t["proxy_decision"]["inject"] for t in plain)
+    assert plain[-1]["proxy_decision"]["token_count"] > plain[-1]["proxy_decision"]["limit"]
