@@ -253,3 +253,35 @@ def test_recorded_facts_behind_findings():
     plain = [r for r in _load("session-8k.jsonl.gz") if r["type"] == "turn"]
     assert not any(t["proxy_decision"]["inject"] for t in plain)
     assert plain[-1]["proxy_decision"]["token_count"] > plain[-1]["proxy_decision"]["limit"]
+
+
+def _shape(x):
+    if isinstance(x, dict):
+        return {k: _shape(v) for k, v in x.items() if k != "description"}
+    if isinstance(x, list):
+        return [_shape(v) for v in x]
+    return x
+
+
+def test_project_tool_schemas_against_the_recorded_acp_tools():
+    """The project's proxy-host tool schemas (doctrine.render.tools) have the recorded ACP
+    tools' names, order and parameter shapes, except two named differences:
+
+    * MIN_ITEMS: ours require ``content`` to hold at least one range (``minItems: 1``);
+      the proxy states no minimum (it refuses an empty list when the call comes).
+    * LIMIT_TYPE: ours type ``search_context.limit`` as an integer with default 5; the
+      proxy as a number with no default (it floors it and uses 5 when absent).
+    """
+    from doctrine.render.tools import tool_schemas
+    from doctrine.texts import load_doctrine
+
+    ours = {t["function"]["name"]: _shape(t["function"]["parameters"])
+            for t in tool_schemas(load_doctrine(), "distilled", "proxy")}
+    rec = next(r for r in _load("tuned-8k.jsonl.gz") if r["type"] == "upstream")
+    theirs = {t["name"]: _shape(t["parameters"]) for t in rec["tools"] if t["name"] in ACP_TOOL_ORDER}
+    assert list(ours) == list(theirs) == list(ACP_TOOL_ORDER)
+    assert ours["compress"]["properties"]["content"].pop("minItems") == 1  # MIN_ITEMS
+    limit = ours["search_context"]["properties"]["limit"]
+    assert (limit.pop("type"), limit.pop("default")) == ("integer", 5)  # LIMIT_TYPE
+    assert theirs["search_context"]["properties"]["limit"].pop("type") == "number"
+    assert ours == theirs
