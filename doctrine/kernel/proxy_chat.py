@@ -58,6 +58,57 @@ def effective_limit(window: int, max_tokens: int | None) -> int:
     return window - out if 0 < out < window else window
 
 
+# The proxy's own compress settings (its config file's ``compress`` block) and what each sets
+# in the kernel (the proxy's ``applyCompressSettings``). Nothing else of the kernel config is
+# reachable through the proxy: the gentle gate's minimum growth floor (20,000) among them.
+PROXY_SETTINGS = ("modelContextLimit", "maxContextLimit", "emergencyThresholdPercent", "nudgeGrowthTokens",
+                  "preserveRecentMessages", "preserveRecentTokens", "minCompressRange", "tiers")
+# The settings of the recordings that fold (tuned-8k, pocket-3k): the recent zone and the
+# minimum range shrunk so folds can happen below ~20K windows.
+SMALL_WINDOW_SETTINGS = {"preserveRecentTokens": 800, "minCompressRange": 1000}
+
+
+def _ratio(v: float | str) -> float:
+    if isinstance(v, str):
+        s = v.strip()
+        return float(s[:-1]) / 100 if s.endswith("%") else float(s)
+    return float(v)
+
+
+def proxy_config(window: int, max_tokens: int | None = None,
+                 settings: dict[str, Any] | None = None) -> KernelConfig:
+    """The kernel config the proxy runs for a declared ``window``, a request's
+    ``max_tokens`` and its ``compress`` settings (unknown keys are refused, with the list)."""
+    s = dict(settings or {})
+    unknown = sorted(set(s) - set(PROXY_SETTINGS))
+    if unknown:
+        raise ValueError(f"not a setting of the proxy's compress block: {unknown}; "
+                         f"expected some of {list(PROXY_SETTINGS)}")
+    limit = s.pop("modelContextLimit", None)
+    if isinstance(limit, str) and limit.strip().endswith("%"):
+        limit = int(window * _ratio(limit))
+    base = int(limit) if limit is not None else window
+    over: dict[str, Any] = {"nudge": {}, "truncate": {}, "compress": {}, "tiers": {}}
+    if "maxContextLimit" in s:
+        over["nudge"]["max_context_limit_pct"] = _ratio(s["maxContextLimit"])
+    if "emergencyThresholdPercent" in s:
+        pct = _ratio(s["emergencyThresholdPercent"])
+        over["nudge"]["emergency_threshold_pct"] = pct
+        over["truncate"]["threshold"] = pct
+    if s.get("nudgeGrowthTokens", 0) > 0:
+        over["nudge"].update(growth_floor=s["nudgeGrowthTokens"], growth_cap=s["nudgeGrowthTokens"])
+    if "preserveRecentMessages" in s:
+        over["preserve_recent_messages"] = s["preserveRecentMessages"]
+    if "preserveRecentTokens" in s:
+        over["preserve_recent_tokens"] = s["preserveRecentTokens"]
+    if "minCompressRange" in s:
+        over["compress"]["min_compress_range"] = s["minCompressRange"]
+    if "tiers" in s:
+        over["tiers"]["enabled"] = bool(s["tiers"])
+    over = {k: v for k, v in over.items() if v != {}}
+    return KernelConfig.for_limit(effective_limit(base, max_tokens), **over)
+
+
 @dataclass
 class ProxyChatRequest:
     messages: list[dict[str, Any]]  # the upstream chat messages

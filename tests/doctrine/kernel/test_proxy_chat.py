@@ -29,9 +29,11 @@ import pytest
 from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.proxy_chat import (
     ACP_TOOL_ORDER,
+    PROXY_SETTINGS,
     SYSTEM_SEPARATOR,
     apply_proxy_compress,
     effective_limit,
+    proxy_config,
     render_proxy_chat,
     rerequest_after_compress,
 )
@@ -51,18 +53,6 @@ ACP_TOOLS = [{"type": "function", "function": {"name": n, "description": "ours",
 def _load(name: str) -> list[dict]:
     with gzip.open(FIX / name, "rt", encoding="utf-8") as f:
         return [json.loads(x) for x in f if x.strip()]
-
-
-def _config(header: dict, limit: int) -> KernelConfig:
-    c = header["config"].get("compress", {})
-    over: dict = {}
-    if "preserveRecentTokens" in c:
-        over["preserve_recent_tokens"] = c["preserveRecentTokens"]
-    if "minCompressRange" in c:
-        over["compress"] = {"min_compress_range": c["minCompressRange"]}
-    if "nudgeGrowthTokens" in c:
-        over.setdefault("nudge", {}).update(growth_floor=c["nudgeGrowthTokens"], growth_cap=c["nudgeGrowthTokens"])
-    return KernelConfig.for_limit(limit, **over)
 
 
 def _client(msgs: list[dict]) -> tuple[list[dict], set[int]]:
@@ -90,7 +80,8 @@ def replay(name: str):
     ups = [r for r in recs if r["type"] == "upstream"]
     for t in turns:
         c = clients[t["turn"]]
-        cfg = _config(header, effective_limit(window, c["max_tokens"]))
+        settings = {k: v for k, v in header["config"].get("compress", {}).items() if k in PROXY_SETTINGS}
+        cfg = proxy_config(window, c["max_tokens"], settings)  # prompt keys aside: TEXTS
         msgs, placeholders = _client(c["messages"])
         d = t["proxy_decision"]
         req = render_proxy_chat(msgs, CLIENT_TOOLS, state, cfg, d["token_count"], system_block=OUR_BLOCK,
@@ -285,3 +276,17 @@ def test_project_tool_schemas_against_the_recorded_acp_tools():
     assert (limit.pop("type"), limit.pop("default")) == ("integer", 5)  # LIMIT_TYPE
     assert theirs["search_context"]["properties"]["limit"].pop("type") == "number"
     assert ours == theirs
+
+
+def test_proxy_config_maps_the_proxy_settings():
+    cfg = proxy_config(8192, 512, {"maxContextLimit": "70%", "emergencyThresholdPercent": 0.9,
+                                   "nudgeGrowthTokens": 500, "preserveRecentTokens": 800,
+                                   "minCompressRange": 1000, "tiers": False})
+    assert cfg.model_context_limit == 7680
+    assert (cfg.nudge.max_context_limit_pct, cfg.nudge.emergency_threshold_pct, cfg.truncate.threshold) == \
+        (0.7, 0.9, 0.9)
+    assert (cfg.nudge.growth_floor, cfg.nudge.growth_cap, cfg.nudge.min_growth_floor) == (500, 500, 20000)
+    assert (cfg.preserve_recent_tokens, cfg.compress.min_compress_range, cfg.tiers.enabled) == (800, 1000, False)
+    assert proxy_config(10000, 1000, {"modelContextLimit": "50%"}).model_context_limit == 4000
+    with pytest.raises(ValueError, match=r"not a setting of the proxy's compress block: \['growthFloor'\]"):
+        proxy_config(8192, 512, {"growthFloor": 1})
