@@ -50,6 +50,7 @@ SYSTEM_SEPARATOR = "\n\n---\n\n"
 ACP_TOOL_ORDER = ("compress", "decompress", "search_context", "acp_status")
 DEFAULT_MAX_TOKENS = 8192  # what the proxy assumes when a request sets no max_tokens
 TITLE_MAX_TOKENS = 200  # at or below it the proxy injects nothing (a title request)
+MAX_ROUNDS = 10  # upstream requests per client request while the model keeps calling proxy tools
 
 
 def effective_limit(window: int, max_tokens: int | None) -> int:
@@ -167,14 +168,17 @@ def render_proxy_chat(client_messages: list[dict[str, Any]], client_tools: list[
     return ProxyChatRequest(chat, [*client_tools, *acp_tools], view, turn.state, turn.nudge, offered, shown)
 
 
-def rerequest_after_compress(req: ProxyChatRequest, call: dict[str, Any], result_text: str,
+def rerequest_after_compress(req: ProxyChatRequest, rounds: list[tuple[dict[str, Any], str]],
                              system_block: str) -> list[dict[str, Any]]:
-    """Round 2 of a turn whose model answer was a compress call: the view (the nudge gone),
-    then the call and its result (no ``name``). The view is not re-pruned, so the folded
-    messages are still in it. That is the only request in which the model sees its fold."""
+    """The re-request after ``len(rounds)`` rounds whose model answer was a proxy tool call:
+    the turn's view (the nudge gone, nothing re-pruned, so folded messages are still there),
+    then each round's call and its result (no ``name``), oldest first. The proxy re-requests
+    until an answer has no proxy tool call, at most 10 rounds in all. This is the only
+    request in which the model sees its own fold."""
     chat = _upstream_chat(req.view)
-    chat.append({"role": "assistant", "content": None, "tool_calls": [call]})
-    chat.append({"role": "tool", "tool_call_id": call.get("id"), "content": result_text})
+    for call, result_text in rounds:
+        chat.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        chat.append({"role": "tool", "tool_call_id": call.get("id"), "content": result_text})
     return _with_system_block(chat, system_block)
 
 

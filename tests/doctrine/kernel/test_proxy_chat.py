@@ -29,6 +29,7 @@ import pytest
 from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.proxy_chat import (
     ACP_TOOL_ORDER,
+    MAX_ROUNDS,
     PROXY_SETTINGS,
     SYSTEM_SEPARATOR,
     apply_proxy_compress,
@@ -98,7 +99,7 @@ def replay(name: str):
                 yield ("compress", mine[1]["messages"][-1]["result_kind"], res)
                 our_call = {"id": "c", "type": "function",
                             "function": {"name": "compress", "arguments": json.dumps({"content": ranges})}}
-                yield ("rerequest", mine[1], rerequest_after_compress(req, our_call, res.text, OUR_BLOCK))
+                yield ("rerequest", mine[1], rerequest_after_compress(req, [(our_call, res.text)], OUR_BLOCK))
                 state = res.state
 
 
@@ -200,9 +201,31 @@ def test_rerequest_carries_the_call_only_there():
     req = render_proxy_chat(msgs, [], CompressionState.initial(), KernelConfig.for_limit(8000), 0,
                             system_block=OUR_BLOCK, acp_tools=ACP_TOOLS)
     call = {"id": "c1", "type": "function", "function": {"name": "compress", "arguments": "{}"}}
-    out = rerequest_after_compress(req, call, "[result]", OUR_BLOCK)
+    out = rerequest_after_compress(req, [(call, "[result]")], OUR_BLOCK)
     assert out[-2]["tool_calls"] == [call] and out[-1] == {"role": "tool", "tool_call_id": "c1",
                                                              "content": "[result]"}
+    assert len(rerequest_after_compress(req, [(call, "[r]")] * 3, OUR_BLOCK)) == len(out) + 4
+
+
+def test_retry_loop_rounds_match_the_recording():
+    """Every round of the recorded retry loop: the turn's view, then one failed call and its
+    result per earlier round. The proxy stops after MAX_ROUNDS upstream requests."""
+    recs = _load("retry-loop.jsonl.gz")
+    ups = [r for r in recs if r["type"] == "upstream"]
+    assert len(ups) == MAX_ROUNDS
+    client = _load("retry-loop.client.jsonl.gz")[0]
+    req = render_proxy_chat(client["messages"], CLIENT_TOOLS, CompressionState.initial(),
+                            proxy_config(8192, client["max_tokens"]), 0, system_block=OUR_BLOCK,
+                            acp_tools=ACP_TOOLS)
+    broken = {"id": "c", "type": "function", "function": {"name": "compress", "arguments": '{"content": [{'}}
+    for u in ups:
+        ours = req.messages if u["round"] == 1 else rerequest_after_compress(
+            req, [(broken, "[failed]")] * (u["round"] - 1), OUR_BLOCK)
+        a = [_without(_comparable(message_structure(i, m, {}, None)), "content") for i, m in enumerate(ours)]
+        b = [_without(_comparable(m), "content") for m in u["messages"]]
+        assert len(a) == len(b), u["round"]
+        assert a[1:] == b[1:], u["round"]  # message 0: the system block is ours (TEXTS)
+        assert all(m.get("result_kind") == "failed" for m in u["messages"][2:] if m["role"] == "tool")
 
 
 def test_effective_limit_and_acp_tool_order():
