@@ -34,8 +34,8 @@ from typing import Any
 
 from plumbing.tool_format import arguments_object
 
-__all__ = ["CompressTarget", "TrainTargets", "audit_lines", "compress_targets", "exact_items", "memorisation_audit",
-           "range_shape", "skeleton", "unseen_items"]
+__all__ = ["CompressTarget", "TrainTargets", "audit_lines", "compress_ranges", "compress_targets", "exact_items",
+           "joined_summary", "memorisation_audit", "range_shape", "skeleton", "unseen_items"]
 
 # A quoted span: `code`, "text", or 'text' whose quotes are not apostrophes inside words.
 _SPAN = re.compile(r"`[^`\n]+`|\"[^\"\n]+\"|(?<!\w)'[^'\n]+'(?!\w)")
@@ -96,20 +96,31 @@ class CompressTarget:
     summary: str
 
 
+def compress_ranges(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ranges (with a summary) of every compress call of an assistant ``message``
+    (arguments as a JSON string or a dict; an unparseable call has none)."""
+    out = []
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        if fn.get("name") == "compress":
+            out += [rg for rg in arguments_object(fn.get("arguments")).get("content") or []
+                    if isinstance(rg, dict) and isinstance(rg.get("summary"), str)]
+    return out
+
+
+def joined_summary(message: dict[str, Any]) -> str:
+    """A message's compress summaries joined in order: what nearest-train similarity compares."""
+    return "\n\n".join(rg["summary"] for rg in compress_ranges(message))
+
+
 def compress_targets(rows: Iterable[dict[str, Any]]) -> list[CompressTarget]:
-    """Every range of every labelled compress call of ``rows`` (``{messages, tools, meta}``;
-    arguments as a JSON string or a dict)."""
+    """Every range of every labelled compress call of ``rows`` (``{messages, tools, meta}``)."""
     out = []
     for r in rows:
         meta = r.get("meta") or {}
-        for call in (r["messages"][-1].get("tool_calls") or []):
-            fn = call.get("function") or {}
-            if fn.get("name") != "compress":
-                continue
-            for rg in arguments_object(fn.get("arguments")).get("content") or []:
-                if isinstance(rg, dict) and isinstance(rg.get("summary"), str):
-                    out.append(CompressTarget(str(meta.get("kind")), str(meta.get("session_id")),
-                                              str(rg.get("startId", "")), str(rg.get("endId", "")), rg["summary"]))
+        for rg in compress_ranges(r["messages"][-1]):
+            out.append(CompressTarget(str(meta.get("kind")), str(meta.get("session_id")),
+                                      str(rg.get("startId", "")), str(rg.get("endId", "")), rg["summary"]))
     return out
 
 
@@ -128,19 +139,22 @@ class TrainTargets:
     """The train split's compress targets, read once: skeletons, text and distinct summaries."""
 
     targets: list[CompressTarget]
+    # Each train label's summaries joined (:func:`joined_summary`): a reply is compared with
+    # whole labels; without them, with single targets.
+    labels: list[str] = field(default_factory=list)
     skeletons: set[str] = field(init=False)
     text: str = field(init=False)
-    summaries: list[str] = field(init=False)
     _found: dict[str, bool] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.skeletons = {skeleton(t.summary) for t in self.targets}
-        self.summaries = list(dict.fromkeys(t.summary for t in self.targets))
-        self.text = "\n\x00\n".join(self.summaries)  # a separator no item holds
+        self.labels = list(dict.fromkeys(self.labels or [t.summary for t in self.targets]))
+        self.text = "\n\x00\n".join(dict.fromkeys(t.summary for t in self.targets))  # a separator no item holds
 
     @classmethod
     def from_rows(cls, rows: Iterable[dict[str, Any]]) -> TrainTargets:
-        return cls(compress_targets(rows))
+        rows = list(rows)
+        return cls(compress_targets(rows), [t for r in rows if (t := joined_summary(r["messages"][-1]))])
 
     def seen_item(self, item: str) -> bool:
         if item not in self._found:
@@ -148,15 +162,15 @@ class TrainTargets:
         return self._found[item]
 
     def nearest(self, summary: str) -> float | None:
-        """The highest difflib ratio of ``summary`` to a train summary (None without any).
+        """The highest difflib ratio of ``summary`` to a train label (None without any).
         Exact: candidates are visited by their cheap upper bound (``quick_ratio``), best
         first, and the search stops when no candidate left can beat the best ratio."""
-        if not self.summaries:
+        if not self.labels:
             return None
         sm = difflib.SequenceMatcher(autojunk=False)
         sm.set_seq2(summary)  # b is indexed once; each candidate is a new a
         bounds = []
-        for i, cand in enumerate(self.summaries):
+        for i, cand in enumerate(self.labels):
             sm.set_seq1(cand)
             if sm.real_quick_ratio() > 0:
                 bounds.append((sm.quick_ratio(), i))
@@ -164,7 +178,7 @@ class TrainTargets:
         for bound, i in sorted(bounds, reverse=True):
             if bound <= best:
                 break
-            sm.set_seq1(self.summaries[i])
+            sm.set_seq1(self.labels[i])
             best = max(best, sm.ratio())
         return best
 

@@ -34,6 +34,15 @@ DEFINITIONS: dict[str, str] = {
                      "(0 where no parsed compress call was made)",
     "exact_values_kept": "share of the label's source exact values (settings, numbers, versions) that the reply's "
                          "summaries keep verbatim, mean over compress-labelled decisions whose source has any",
+    "nearest_train_sim": "difflib ratio of a compress reply's summaries (joined) to the nearest train label's; near 1: "
+                         "the reply repeats a train target, whatever its context said (eval/workloads/held_out/recall.py); "
+                         "mean over replies that write a summary",
+    "values_copied": "exact items (quoted spans, key=value pairs, paths, error strings) of the compress replies' "
+                     "summaries that occur verbatim in the context the model saw (count, summed)",
+    "values_not_in_context": "exact items of the compress replies' summaries that occur nowhere in the context the "
+                             "model saw: invented or recalled values (count, summed)",
+    "values_not_in_context_share": "share of a compress reply's exact items not in its context, mean over replies "
+                                   "with any",
     "recover_success": "share of recovery-labelled decisions whose reply restores a block the next step needs",
     "tool_call_valid": "of the replies that write a tool call (or try to), the share whose calls parse, name an offered tool and carry JSON-object arguments",
     "range_valid": "share of compress replies whose every range the kernel (or the row's refs) accepts",

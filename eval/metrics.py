@@ -51,7 +51,7 @@ SUMMED = {"calls", "model_calls", "billed_tokens", "prompt_tokens", "completion_
           "recoveries", "recovery_refetches",
           "kernel_errors", "kernel_warnings", "recover_errors", "window_overflows", "prefix_cache_hits", "prefix_cache_queries", "cases",
           "questions", "correct", "summaries", "probe_items", "probe_items_correct", "deep_items", "deep_items_correct",
-          "compactions_before_questions", "decision_candidates"}
+          "compactions_before_questions", "decision_candidates", "values_copied", "values_not_in_context"}
 # Means that are sizes (never negative), besides the sums above and every ``*_tokens`` metric.
 COUNT_METRICS = {"peak_context", "mean_context", "latency_s"}
 
@@ -136,7 +136,7 @@ UNIT_METRICS = {"kind_correct", "compress_success", "recover_success", "tool_cal
                 "accuracy", "evidence_survival", "summary_conformance", "deep_items_correct", "compacted",
                 "forced_compaction", "prefix_cache_hit_rate", "malformed_share", "decision_win",
                 "compress_chosen", "compress_parsed", "compress_accepted", "ranges_visible", "summary_score",
-                "exact_values_kept", "balanced_acc"}
+                "exact_values_kept", "balanced_acc", "nearest_train_sim", "values_not_in_context_share"}
 # 97.5 % quantiles of Student's t for 1..29 degrees of freedom (no scipy in the venv).
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
          2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045)
