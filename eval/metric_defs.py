@@ -104,10 +104,15 @@ DEFINITIONS: dict[str, str] = {
     # intervals and comparisons
     "95% interval": "the 95% interval by the small-n rule (eval/README.md, 'Intervals'): Wilson (continuity-"
                     "corrected) for a rate, Tango's score interval for a paired difference of rates, per-kind "
-                    "intervals combined by MOVER for balanced_acc, bootstrap only for continuous figures at n >= 30",
+                    "intervals combined by MOVER for balanced_acc, bootstrap only for continuous figures at n >= 30; "
+                    "where some session supplies more than one of the cases, the cluster bootstrap (sessions "
+                    "resampled whole), widened to hold the case-level interval",
     "n": "the cases an interval or difference is over; beside every interval",
+    "sessions": "the sessions those cases come from (cases of one session are not independent); fewer sessions "
+                "than cases makes the interval a cluster bootstrap",
     "n per kind": "paired cases per labelled decision kind; a verdict needs min_per_kind in every kind",
-    "method": "the interval method: wilson, tango, tango+mover, bootstrap (n >= 30) or t",
+    "method": "the interval method: wilson, tango, tango+mover, bootstrap (n >= 30), t, or cluster bootstrap "
+              "(more than one case of a session)",
 }
 
 

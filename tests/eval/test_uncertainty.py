@@ -118,7 +118,11 @@ def test_report_carries_intervals_and_pairs(policy_reports):
         lo, hi = held[arm]["ci95"]["kind_correct"]
         assert lo <= held[arm]["kind_correct"] <= hi
     pair = data["paired"]["held_out"]["distilled_vs_base_slim"]["kind_correct"]
-    assert set(pair) == {"diff", "ci95", "n", "method", "n_by_kind"} and pair["n"] == 6 and pair["method"] == "tango"
+    # The six smoke rows come from one log_triage session: the report says so (sessions 1) and
+    # names the session-resampling method (pin updated when the report began to count sessions).
+    assert set(pair) == {"diff", "ci95", "n", "sessions", "method", "n_by_kind"} and pair["n"] == 6
+    assert pair["sessions"] == 1 and pair["method"] == "cluster bootstrap"
+    assert held["distilled"]["ci_sessions"]["kind_correct"] == 1 and "(1 session)" in md
     assert "distilled_vs_doctrine" in data["paired"]["scripted"]
     assert "### held_out: paired comparisons" in md and "95% interval" in md
     conf = data["workloads"]["held_out"]["confusion"]["distilled"]
