@@ -49,6 +49,11 @@ _SETTING = re.compile(r"(?<![\w.-])[A-Za-z_][\w.-]*=[^\s,;`'\"()]+")
 # An error string runs to the end of its clause: a line end, a semicolon, ", " or a full stop.
 _ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Failure)\b:[^\n`\"]*?(?=,\s|;|\.\s|\.?$)", re.M)
 _TRAILING = ".,;:)"
+# Full difflib ratios per nearest-train search: the labels with the highest quick_ratio bound.
+# On the pocket build (628 train labels, 146 held-out labels as replies) the capped search was
+# exact wherever the nearest ratio is >= 0.9 (56 of 56: the memorised range), at most 0.037 low
+# below it (mean 0.003), at ~8x less time (~50 ms against ~400 ms a reply on one shared core).
+NEAREST_CANDIDATES = 32
 MIN_ITEM_CHARS = 3  # a one- or two-character span (`a`, `-n`) occurs anywhere: not a value worth testing
 
 
@@ -161,10 +166,11 @@ class TrainTargets:
             self._found[item] = item in self.text
         return self._found[item]
 
-    def nearest(self, summary: str) -> float | None:
+    def nearest(self, summary: str, candidates: int | None = NEAREST_CANDIDATES) -> float | None:
         """The highest difflib ratio of ``summary`` to a train label (None without any).
-        Exact: candidates are visited by their cheap upper bound (``quick_ratio``), best
-        first, and the search stops when no candidate left can beat the best ratio."""
+        Candidates are visited by their cheap upper bound (``quick_ratio``), best first; the
+        search stops when no candidate left can beat the best ratio, or after ``candidates``
+        full ratios (None: exact, whatever it costs)."""
         if not self.labels:
             return None
         sm = difflib.SequenceMatcher(autojunk=False)
@@ -175,7 +181,8 @@ class TrainTargets:
             if sm.real_quick_ratio() > 0:
                 bounds.append((sm.quick_ratio(), i))
         best = 0.0
-        for bound, i in sorted(bounds, reverse=True):
+        ranked = sorted(bounds, reverse=True)
+        for bound, i in ranked if candidates is None else ranked[:candidates]:
             if bound <= best:
                 break
             sm.set_seq1(self.labels[i])

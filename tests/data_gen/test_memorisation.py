@@ -98,3 +98,17 @@ def test_unseen_items_against_the_context():
     # Escaped JSON (a tool call's arguments) is read with its escapes undone.
     copied, missing = unseen_items('Ran `grep -n "x" a.py`.', '{"cmd": "grep -n \\"x\\" a.py"}')
     assert copied == ['grep -n "x" a.py'] and missing == []
+
+
+def test_capped_nearest_search_never_overstates_and_finds_a_near_copy():
+    import random
+
+    rng = random.Random(0)
+    words = ["ran", "pytest", "config", "loader", "value", "the", "failed", "kept", "restore", "block"]
+    labels = [" ".join(rng.choice(words) for _ in range(30)) for _ in range(200)]
+    train = TrainTargets([], labels)
+    for q in labels[:5]:
+        near = q[:40] + "X" + q[41:]  # one character changed: a near copy of one label
+        assert train.nearest(near, candidates=4) == train.nearest(near, candidates=None) > 0.95
+    other = " ".join(rng.choice(words) for _ in range(30))
+    assert train.nearest(other, candidates=4) <= train.nearest(other, candidates=None)
