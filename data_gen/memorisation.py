@@ -86,10 +86,12 @@ def exact_items(summary: str) -> list[str]:
 
 def unseen_items(summary: str, text: str) -> tuple[list[str], list[str]]:
     """(items of ``summary`` that occur verbatim in ``text``, items that do not). ``text`` is
-    read with JSON string escapes undone, since tool-call arguments carry them."""
-    text = text.replace("\\n", "\n").replace("\\t", "\t").replace('\\"', '"')
+    read as it is and with JSON string escapes undone (tool-call arguments carry them; a
+    summary may quote either form)."""
+    plain = text.replace("\\n", "\n").replace("\\t", "\t").replace('\\"', '"')
     items = exact_items(summary)
-    return [i for i in items if i in text], [i for i in items if i not in text]
+    found = [i for i in items if i in plain or i in text]
+    return found, [i for i in items if i not in found]
 
 
 @dataclass(frozen=True)

@@ -380,6 +380,37 @@ RECALL_NOTE = ("Recall probes, per question: accuracy by kind; 'vs full' counts 
                "(forced where the session raised none).")
 
 
+MEMO_NOTE = ("Over the replies that write compress summaries: nearest_train_sim, the difflib ratio of a reply's "
+             "summaries to the nearest train label (near 1: a train target repeated), and the exact items of the "
+             "summaries that occur nowhere in the context the model saw (eval/workloads/held_out/recall.py). "
+             "Brackets: 95% interval (method column), over n replies from the sessions beside it.")
+
+
+def _with_ci(arm: dict[str, Any], key: str) -> str:
+    if arm.get(key) is None:
+        return "–"
+    n, sess = (arm.get("ci_n") or {}).get(key), (arm.get("ci_sessions") or {}).get(key)
+    return (f"{_fmt(arm[key])} {_interval((arm.get('ci95') or {}).get(key))}"
+            + (f" n={n}" if n is not None else "") + (f" ({sess} sessions)" if sess is not None else ""))
+
+
+def memorisation_table(entry: dict[str, Any]) -> list[list[str]] | None:
+    """Per arm: nearest_train_sim and values_not_in_context with their intervals (held_out)."""
+    arms = {a: r for a, r in entry.get("arms", {}).items()
+            if r.get("nearest_train_sim") is not None or r.get("values_copied") is not None}
+    if not arms:
+        return None
+    t = [["arm", "nearest_train_sim", "values_not_in_context", "values_not_in_context_share", "method"]]
+    for arm, r in arms.items():
+        items = int(r.get("values_copied") or 0) + int(r.get("values_not_in_context") or 0)
+        t.append([arm, _with_ci(r, "nearest_train_sim"),
+                  f"{int(r.get('values_not_in_context') or 0)} of {items}" if items else "–",
+                  _with_ci(r, "values_not_in_context_share"),
+                  (r.get("ci_method") or {}).get("nearest_train_sim")
+                  or (r.get("ci_method") or {}).get("values_not_in_context_share") or "–"])
+    return t
+
+
 def recall_table(entry: dict[str, Any]) -> list[list[str]] | None:
     rec = entry.get("recall") or {}
     arms = rec.get("arms") or {}
@@ -598,6 +629,11 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
                 line = f"decision_logprob / decision_margin / decision_win for {arm}: {'; '.join(how)}."
                 md += [line, ""]
                 parts_html.append(f"<p>{html.escape(line)}</p>")
+        mt = memorisation_table(entry)
+        if mt is not None:
+            md += [f"### {wl}: reading or recall", "", MEMO_NOTE, "", _md(mt), ""]
+            parts_html += [f"<h3>{html.escape(wl)}: reading or recall</h3>", f"<p>{html.escape(MEMO_NOTE)}</p>",
+                           _html_table(mt)]
         rt = recall_table(entry)
         if rt is not None:
             md += [f"### {wl}: accuracy by kind and relative to full", "", RECALL_NOTE, "", _md(rt), ""]

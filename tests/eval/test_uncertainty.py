@@ -143,3 +143,16 @@ def test_report_carries_intervals_and_pairs(policy_reports):
         assert v["balanced_acc"]["verdict"] == "inconclusive"
     assert "## Non-inferiority" in md
     assert "balanced_acc" in data["workloads"]["held_out"]["arms"]["doctrine"]["ci95"]
+
+
+def test_report_shows_reading_or_recall(policy_reports):
+    # The smoke data has no train split: no nearest_train_sim. The labels copy their exact items
+    # from the context, all but (today) one: the tier-2 label's header cuts a topic inside an
+    # escaped quote (`query=db_wait_ms{service=\]`), which the context never shows.
+    data, md, _ = policy_reports["oracle"]
+    arm = data["workloads"]["held_out"]["arms"]["distilled"]
+    assert arm["values_copied"] >= 40 and arm["values_not_in_context"] <= 1
+    assert "nearest_train_sim" not in arm
+    items = arm["values_copied"] + arm["values_not_in_context"]
+    assert "### held_out: reading or recall" in md and f"{arm['values_not_in_context']} of {items}" in md
+    assert "reading or recall" not in policy_reports["never_compress"][1]  # no summary written
