@@ -35,7 +35,7 @@ from typing import Any
 from plumbing.tool_format import arguments_object
 
 __all__ = ["CompressTarget", "TrainTargets", "audit_lines", "compress_ranges", "compress_targets", "exact_items",
-           "joined_summary", "memorisation_audit", "range_shape", "skeleton", "unseen_items"]
+           "items_in_text", "joined_summary", "memorisation_audit", "range_shape", "skeleton"]
 
 # A quoted span: `code`, "text", or 'text' whose quotes are not apostrophes inside words.
 _SPAN = re.compile(r"`[^`\n]+`|\"[^\"\n]+\"|(?<!\w)'[^'\n]+'(?!\w)")
@@ -84,7 +84,7 @@ def exact_items(summary: str) -> list[str]:
     return [x for x in dict.fromkeys(found) if len(x) >= MIN_ITEM_CHARS]
 
 
-def unseen_items(summary: str, text: str) -> tuple[list[str], list[str]]:
+def items_in_text(summary: str, text: str) -> tuple[list[str], list[str]]:
     """(items of ``summary`` that occur verbatim in ``text``, items that do not). ``text`` is
     read as it is and with JSON string escapes undone (tool-call arguments carry them; a
     summary may quote either form)."""

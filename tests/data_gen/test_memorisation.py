@@ -10,10 +10,10 @@ from data_gen.memorisation import (
     TrainTargets,
     compress_targets,
     exact_items,
+    items_in_text,
     memorisation_audit,
     range_shape,
     skeleton,
-    unseen_items,
 )
 
 
@@ -90,13 +90,13 @@ def test_nearest_train_similarity_is_the_best_difflib_ratio():
     assert TrainTargets([]).nearest("anything") is None
 
 
-def test_unseen_items_against_the_context():
+def test_items_in_text_against_the_context():
     context = 'cat config.env\nBATCH_SIZE=64\n{"path": "src/loader.py:17"}'
-    copied, missing = unseen_items("Keep `BATCH_SIZE=64` and `BATCH_VALUE=64`; see src/loader.py:17.", context)
+    copied, missing = items_in_text("Keep `BATCH_SIZE=64` and `BATCH_VALUE=64`; see src/loader.py:17.", context)
     assert copied == ["BATCH_SIZE=64", "src/loader.py:17"]
     assert missing == ["BATCH_VALUE=64"]
     # Escaped JSON (a tool call's arguments) is read with its escapes undone.
-    copied, missing = unseen_items('Ran `grep -n "x" a.py`.', '{"cmd": "grep -n \\"x\\" a.py"}')
+    copied, missing = items_in_text('Ran `grep -n "x" a.py`.', '{"cmd": "grep -n \\"x\\" a.py"}')
     assert copied == ['grep -n "x" a.py'] and missing == []
 
 

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from data_gen.memorisation import TrainTargets, compress_ranges, joined_summary, unseen_items
+from data_gen.memorisation import TrainTargets, compress_ranges, items_in_text, joined_summary
 
 __all__ = ["recall_scores", "train_targets"]
 
@@ -61,7 +61,7 @@ def recall_scores(message: dict[str, Any], context: list[dict[str, Any]],
     text = _context_text(context)
     copied = missing = 0
     for s in summaries:
-        c, m = unseen_items(s, text)
+        c, m = items_in_text(s, text)
         copied += len(c)
         missing += len(m)
     out: dict[str, Any] = {"values_copied": copied, "values_not_in_context": missing}
