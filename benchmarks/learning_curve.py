@@ -15,9 +15,12 @@ the same held-out decisions (step 0 is the untrained model with the same distill
 i.e. the ``base_slim`` arm; step N is the ``distilled`` arm with checkpoint N). Each
 ``--eval-recipe`` is one question asked at every step; the first is the primary one
 (``curve.json``'s ``points``), and every question's points are under ``questions``. Each point
-carries n and a 95 % interval by the eval's small-n rule (Wilson; eval/README.md); each step is
-also compared with step 0 case by case (Tango's paired interval), so the curve says where training changed the replies and where the
-change is inside the noise.
+carries n, the sessions its cases come from, and a 95 % interval by the eval's small-n rule
+(Wilson; the cluster bootstrap over sessions where a session supplies more than one case;
+eval/README.md); each step is also compared with step 0 case by case (Tango's paired interval),
+so the curve says where training changed the replies and where the change is inside the noise.
+Beside them, reading or recall: ``nearest_train_sim`` and ``values_not_in_context`` of the
+compress replies (eval/workloads/held_out/recall.py).
 
 Everything runs through the stage CLIs (``python -m data_gen build``, ``python -m train``,
 ``python -m eval run``), so the curve measures what the pipeline ships. ``--data`` is built
@@ -50,6 +53,10 @@ GRADED_METRICS = ("compress_chosen", "compress_parsed", "compress_accepted", "ra
                   "exact_values_kept")
 CURVE_METRICS = ("compress_success", "kind_correct", "tool_call_valid", "malformed_share",
                  "conformance_passed") + GRADED_METRICS
+# Reading or recall (eval/workloads/held_out/recall.py), over the replies that write a summary:
+# similarity to the nearest train label, and the share of exact items not in the context.
+RECALL_METRICS = ("nearest_train_sim", "values_not_in_context_share")
+RECALL_COUNTS = ("values_copied", "values_not_in_context")
 
 
 # The pocket curve's two questions: unseen sessions of the trained families (the primary),
@@ -92,6 +99,8 @@ def case_rows(eval_dir: Path, arm: str) -> dict[tuple[str, int], dict[str, Any]]
             continue
         m = dict(r.get("metrics") or {})
         m["malformed_share"] = float(m.get("reply_form") == "malformed" or bool(m.get("malformed_calls")))
+        # The session the case comes from: the unit the intervals resample (eval.report.case_session).
+        m["_session"] = str((r.get("meta") or {}).get("session_id") or f"case:{r['case_id']}")
         out[(str(r["case_id"]), int(r.get("seed", 0)))] = m
     return out
 
@@ -104,47 +113,64 @@ def _num(v: Any) -> float | None:
     return None
 
 
-def mean_ci(values: list[float], seed: int = 0, metric: str = "") -> dict[str, Any]:
-    """``{"mean", "ci95", "n"}`` of ``values`` (the eval's small-n interval rule:
-    ``eval.metrics.mean_ci``; every curve metric is a rate)."""
+def mean_ci(values: list[float], seed: int = 0, metric: str = "", clusters: list[Any] | None = None) -> dict[str, Any]:
+    """``{"mean", "ci95", "n", "sessions", "method"}`` of ``values`` (the eval's small-n
+    interval rule, ``eval.metrics.mean_ci``; with ``clusters``, each value's session, the
+    cluster bootstrap where a session has more than one value)."""
+    from eval.metrics import interval_method, is_clustered, metric_scale
     from eval.metrics import mean_ci as interval
-    from eval.metrics import metric_scale
 
     if not values:
         return {"mean": None, "ci95": None, "n": 0}
     scale = metric_scale(metric, values) if metric else "real"
-    return {"mean": sum(values) / len(values), "ci95": interval(values, scale, seed=seed), "n": len(values)}
+    out = {"mean": sum(values) / len(values), "ci95": interval(values, scale, seed=seed, clusters=clusters),
+           "n": len(values), "method": interval_method(scale, len(values), clustered=is_clustered(clusters))}
+    if clusters is not None:
+        out["sessions"] = len(set(clusters))
+    return out
 
 
 def balanced_acc(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
     """The eval's balanced accuracy (mean over labelled kinds of the share answered with the
-    right kind) and its interval from resampling cases within each kind."""
+    right kind) and its interval (``eval.metrics.balanced_ci``: per-kind Wilson by MOVER, or
+    the cluster bootstrap where a session supplies more than one case)."""
     from eval.metrics import balanced_accuracy, balanced_ci
 
     kinds = {str(m.get("label_kind")) for m in rows if _num(m.get("kind_correct")) is not None}
     point = balanced_accuracy(rows)
     if point is None:
         return {"mean": None, "ci95": None, "n": 0}
-    return {"mean": point, "ci95": balanced_ci(rows, seed=seed),
-            "n": sum(_num(m.get("kind_correct")) is not None for m in rows), "kinds": len(kinds)}
+    clusters = [_session(m, i) for i, m in enumerate(rows)]
+    judged = {c for m, c in zip(rows, clusters, strict=True) if _num(m.get("kind_correct")) is not None}
+    return {"mean": point, "ci95": balanced_ci(rows, seed=seed, clusters=clusters),
+            "n": sum(_num(m.get("kind_correct")) is not None for m in rows), "kinds": len(kinds),
+            "sessions": len(judged)}
+
+
+def _session(m: dict[str, Any], key: Any) -> str:
+    """A case's session (``case_rows`` records it); a case without one is its own."""
+    return str(m.get("_session") or f"case:{key}")
 
 
 def paired(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]], metric: str,
            seed: int = 0) -> dict[str, Any]:
     """Mean of a - b over the cases both have, with the eval's paired 95 % interval
     (``eval.metrics.paired_ci``: Tango's for rates)."""
-    from eval.metrics import metric_scale, paired_ci
+    from eval.metrics import interval_method, is_clustered, metric_scale, paired_ci
 
-    xs, ys = [], []
+    xs, ys, sess = [], [], []
     for key in sorted(set(a) & set(b), key=str):
         x, y = _num(a[key].get(metric)), _num(b[key].get(metric))
         if x is not None and y is not None:
             xs.append(x)
             ys.append(y)
+            sess.append(_session(a[key], key))
     if not xs:
         return {"diff": None, "ci95": None, "n": 0}
     scale = metric_scale(metric, xs + ys)
-    return {"diff": sum(xs) / len(xs) - sum(ys) / len(ys), "ci95": paired_ci(xs, ys, scale, seed=seed), "n": len(xs)}
+    return {"diff": sum(xs) / len(xs) - sum(ys) / len(ys), "ci95": paired_ci(xs, ys, scale, seed=seed, clusters=sess),
+            "n": len(xs), "sessions": len(set(sess)),
+            "method": interval_method(scale, len(xs), paired=True, clustered=is_clustered(sess))}
 
 
 def paired_balanced_acc(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]]) -> dict[str, Any]:
@@ -152,20 +178,24 @@ def paired_balanced_acc(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any
     interval (``eval.metrics.paired_balanced``: Tango per kind, combined by MOVER)."""
     from eval.metrics import paired_balanced
 
-    return paired_balanced(a, b) or {"diff": None, "ci95": None, "n": 0}
+    clusters = {key: _session(a[key], key) for key in a}
+    return paired_balanced(a, b, clusters=clusters) or {"diff": None, "ci95": None, "n": 0}
 
 
 def curve_point(step: int, rows: dict[Any, dict[str, Any]], base: dict[Any, dict[str, Any]]) -> dict[str, Any]:
     """One step of the curve: per metric mean/ci95/n, balanced_acc, and the paired difference
     to step 0 (absent for step 0 itself)."""
     vals = list(rows.values())
-    point: dict[str, Any] = {"step": step, "n_cases": len(vals), "metrics": {}, "vs_step0": {}}
-    for k in CURVE_METRICS:
-        xs = [v for v in (_num(m.get(k)) for m in vals) if v is not None]
-        point["metrics"][k] = mean_ci(xs, metric=k)
+    sessions = {key: _session(m, key) for key, m in rows.items()}
+    point: dict[str, Any] = {"step": step, "n_cases": len(vals), "n_sessions": len(set(sessions.values())),
+                             "metrics": {}, "vs_step0": {}}
+    for k in CURVE_METRICS + RECALL_METRICS:
+        pairs = [(v, sessions[key]) for key, v in ((key, _num(m.get(k))) for key, m in rows.items()) if v is not None]
+        point["metrics"][k] = mean_ci([v for v, _ in pairs], metric=k, clusters=[c for _, c in pairs])
     point["metrics"]["balanced_acc"] = balanced_acc(vals)
+    point["recall_counts"] = {k: sum(int(_num(m.get(k)) or 0) for m in vals) for k in RECALL_COUNTS}
     if step > 0:
-        for k in CURVE_METRICS:
+        for k in CURVE_METRICS + RECALL_METRICS:
             point["vs_step0"][k] = paired(rows, base, k)
         point["vs_step0"]["balanced_acc"] = paired_balanced_acc(rows, base)
     forms: dict[str, int] = {}
@@ -185,16 +215,22 @@ def _fmt(res: dict[str, Any] | None, key: str = "mean") -> str:
 
 
 def curve_table(curve: dict[str, Any]) -> list[list[str]]:
-    head = ["step", "n", "balanced_acc", "compress_chosen", "compress_parsed", "compress_accepted", "summary_score",
-            "compress_success", "kind_correct", "malformed_share",
+    head = ["step", "n", "sessions", "balanced_acc", "compress_chosen", "compress_parsed", "compress_accepted",
+            "summary_score", "compress_success", "kind_correct", "malformed_share", "nearest_train_sim",
+            "values_not_in_context",
             "balanced_acc vs step 0", "compress_chosen vs step 0", "compress_success vs step 0",
             "kind_correct vs step 0", "malformed_share vs step 0"]
     rows = [head]
     for p in curve["points"]:
         m, d = p["metrics"], p["vs_step0"]
-        rows.append([str(p["step"]), str(p["n_cases"]), _fmt(m["balanced_acc"]), _fmt(m.get("compress_chosen")),
+        counts = p.get("recall_counts") or {}
+        items = counts.get("values_copied", 0) + counts.get("values_not_in_context", 0)
+        not_in = f"{counts.get('values_not_in_context', 0)} of {items}" if items else "-"
+        rows.append([str(p["step"]), str(p["n_cases"]), str(p.get("n_sessions", "-")), _fmt(m["balanced_acc"]),
+                     _fmt(m.get("compress_chosen")),
                      _fmt(m.get("compress_parsed")), _fmt(m.get("compress_accepted")), _fmt(m.get("summary_score")),
                      _fmt(m["compress_success"]), _fmt(m["kind_correct"]), _fmt(m["malformed_share"]),
+                     _fmt(m.get("nearest_train_sim")), not_in,
                      _fmt(d.get("balanced_acc"), "diff"), _fmt(d.get("compress_chosen"), "diff"),
                      _fmt(d.get("compress_success"), "diff"),
                      _fmt(d.get("kind_correct"), "diff"), _fmt(d.get("malformed_share"), "diff")])
@@ -206,7 +242,11 @@ def write_markdown(curve: dict[str, Any], path: Path) -> None:
              f"Model `{curve.get('model')}`, data `{curve.get('data_dir')}` "
              "(step 0 = base_slim: the untrained model with the same distilled prompts).",
              "Each cell: mean [95 % interval, the eval's small-n rule: Wilson for rates, Tango for paired rates, "
-             "MOVER over kinds for balanced_acc]; `vs step 0`: paired difference per case.", ""]
+             "MOVER over kinds for balanced_acc; where a session supplies more than one case (n above sessions), "
+             "the cluster bootstrap over sessions]; `vs step 0`: paired difference per case.",
+             "nearest_train_sim: difflib ratio of a compress reply's summaries to the nearest train label (mean "
+             "over replies that write one); values_not_in_context: exact items of those summaries found nowhere "
+             "in the context the model saw, of all their exact items (eval/workloads/held_out/recall.py).", ""]
     for q in curve.get("questions") or [{"name": "held_out", "eval_recipe": "?", "split": None, **curve}]:
         table = curve_table({"points": q["points"]})
         lines += [f"## {q['name']}: {q['n_cases']} cases of the `{q.get('split')}` split ({q['eval_recipe']})", "",

@@ -23,6 +23,10 @@ shown, not at what the labeler knew.
   ``path:line`` with nothing said about what is there);
 * **range topics**: how many compress ranges carry their own ``topic`` and how many of
   those only repeat the call's ``topic`` (the host falls back to it anyway).
+
+``dtw audit DIR`` adds the **memorisation audit** (``data_gen.memorisation``: per split
+against train, ``structure_seen``, ``content_seen`` and the (kind, range-shape)
+combinations); ``dtw audit DIR --memorisation`` prints only that, one line per split.
 """
 
 from __future__ import annotations
@@ -196,6 +200,8 @@ def audit(rows: list[dict]) -> dict[str, Any]:
 def add_audit(p) -> None:
     """``dtw audit`` / ``python -m data_gen audit runs/demo/data``: what the labels teach (:mod:`data_gen.audit`)."""
     p.add_argument("dir", help="a data_gen output folder (runs/<name>/data)")
+    p.add_argument("--memorisation", action="store_true",
+                   help="print only the memorisation audit, one line per split (data_gen.memorisation)")
     p.set_defaults(func=_audit)
 
 
@@ -205,7 +211,18 @@ def _audit(args) -> int:
     if not Path(args.dir).is_dir():
         print(f"error: {args.dir}: no such data folder", file=sys.stderr)
         return 2
-    print(json.dumps(audit(read_rows(args.dir)), indent=1))
+    from .memorisation import audit_lines, memorisation_audit
+
+    rows = read_rows(args.dir)
+    figures = audit(rows)
+    by_split: dict[str, list[dict]] = {}
+    for r in rows:
+        by_split.setdefault(r["meta"]["split"], []).append(r)
+    figures["memorisation"] = memorisation_audit(by_split)
+    if args.memorisation:
+        print("\n".join(audit_lines(figures["memorisation"])))
+        return 0
+    print(json.dumps(figures, indent=1))
     return 0
 
 

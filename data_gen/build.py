@@ -41,6 +41,7 @@ from .curriculum import (
     token_percentiles,
     write_split,
 )
+from .memorisation import audit_lines, memorisation_audit
 from .recipe import DataRecipe
 
 __all__ = ["build_curriculum", "collect_sessions", "data_fingerprint", "sample_tokens"]
@@ -297,14 +298,20 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
     kinds: dict[str, dict[str, int]] = {}
     lengths: dict[str, dict[str, int]] = {}
     files: dict[str, str] = {}
+    written: dict[str, list[dict]] = {}
     for name, rows in by_split.items():
-        for path in write_split([normalise_sample(s) for s in rows], out / name, recipe.shard_rows):
+        written[name] = [normalise_sample(s) for s in rows]
+        for path in write_split(written[name], out / name, recipe.shard_rows):
             files[f"{name}/{path.name}"] = file_sha256(path)
         counts[name] = len(rows)
         kinds[name] = dict(sorted(Counter(s["meta"]["kind"] for s in rows).items()))
         lengths[name] = token_percentiles(sample_tokens(s) for s in rows)
     counts["kinds"] = kinds
     counts["token_percentiles"] = lengths
+    # Could a split be passed from memory of train? (data_gen.memorisation; dtw audit DIR prints it again)
+    counts["memorisation"] = memorisation_audit(written)
+    for line in audit_lines(counts["memorisation"]):
+        log(line)
     atomic_write_text(out / "README.md", _card(recipe, doctrine, counts))
     fingerprint = data_fingerprint(recipe, doctrine)
     write_manifest(out, stage="data", config=recipe, counts=counts, doctrine=doctrine.to_manifest(),
@@ -400,6 +407,22 @@ def _card(recipe: DataRecipe, doctrine, counts: dict) -> str:
     for src, why in (mix.get("why_none") or {}).items():
         for k, text in why.items():
             lines.append(f"\n- `{src}` supplies no `{k}` rows: {text}.")
+    memo = counts.get("memorisation") or {}
+    if memo:
+        tr = memo.get("train") or {}
+        lines += ["", "## Memorisation audit (each split against train; `dtw audit DIR` prints it)", "",
+                  f"Train: {tr.get('compress_targets', 0)} compress targets, {tr.get('distinct_skeletons', 0)} "
+                  f"distinct skeletons, {tr.get('range_shapes', 0)} (kind, range-shape) combinations. "
+                  "structure_seen: share of a split's compress targets whose skeleton (numbers, ids, "
+                  "identifiers, paths and quoted spans masked) equals a train target's; content_seen: share "
+                  "of their exact items found verbatim in a train target (`data_gen/memorisation.py`).", "",
+                  "| split | compress targets | sessions | structure_seen | content_seen | exact items | "
+                  "(kind, range-shape) |", "|---|---|---|---|---|---|---|"]
+        for split, f in memo.items():
+            if split != "train":
+                lines.append(f"| {split} | {f['compress_targets']} | {f['sessions']} | {f['structure_seen']:.3f} | "
+                             f"{'-' if f['content_seen'] is None else format(f['content_seen'], '.3f')} | "
+                             f"{f['exact_items']} | {f['range_shapes']} |")
     lines += ["", "## Estimated tokens per row (chars/4)", "", "| split | min | p50 | p90 | p99 | max |",
               "|---|---|---|---|---|---|"]
     for split in SPLITS:

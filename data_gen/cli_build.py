@@ -133,6 +133,10 @@ def _inspect_folder(args: argparse.Namespace) -> int:
         print(f"{split:<10} {counts.get(split, 0):>6} rows  {json.dumps(counts.get('kinds', {}).get(split, {}))}")
     if counts.get("rejects"):
         print("rejects:", json.dumps(counts["rejects"]))
+    if isinstance(counts.get("memorisation"), dict):  # the build's audit (an older build has none)
+        from .memorisation import audit_lines
+
+        print("\n".join(audit_lines(counts["memorisation"])))
     if args.lengths:
         from plumbing.chat_templates import choose_template
         from plumbing.models import load_tokenizer

@@ -34,6 +34,15 @@ DEFINITIONS: dict[str, str] = {
                      "(0 where no parsed compress call was made)",
     "exact_values_kept": "share of the label's source exact values (settings, numbers, versions) that the reply's "
                          "summaries keep verbatim, mean over compress-labelled decisions whose source has any",
+    "nearest_train_sim": "difflib ratio of a compress reply's summaries (joined) to the nearest train label's; near 1: "
+                         "the reply repeats a train target, whatever its context said (eval/workloads/held_out/recall.py); "
+                         "mean over replies that write a summary",
+    "values_copied": "exact items (quoted spans, key=value pairs, paths, error strings) of the compress replies' "
+                     "summaries that occur verbatim in the context the model saw (count, summed)",
+    "values_not_in_context": "exact items of the compress replies' summaries that occur nowhere in the context the "
+                             "model saw: invented or recalled values (count, summed)",
+    "values_not_in_context_share": "share of a compress reply's exact items not in its context, mean over replies "
+                                   "with any",
     "recover_success": "share of recovery-labelled decisions whose reply restores a block the next step needs",
     "tool_call_valid": "of the replies that write a tool call (or try to), the share whose calls parse, name an offered tool and carry JSON-object arguments",
     "range_valid": "share of compress replies whose every range the kernel (or the row's refs) accepts",
@@ -95,10 +104,15 @@ DEFINITIONS: dict[str, str] = {
     # intervals and comparisons
     "95% interval": "the 95% interval by the small-n rule (eval/README.md, 'Intervals'): Wilson (continuity-"
                     "corrected) for a rate, Tango's score interval for a paired difference of rates, per-kind "
-                    "intervals combined by MOVER for balanced_acc, bootstrap only for continuous figures at n >= 30",
+                    "intervals combined by MOVER for balanced_acc, bootstrap only for continuous figures at n >= 30; "
+                    "where some session supplies more than one of the cases, the cluster bootstrap (sessions "
+                    "resampled whole), widened to hold the case-level interval",
     "n": "the cases an interval or difference is over; beside every interval",
+    "sessions": "the sessions those cases come from (cases of one session are not independent); fewer sessions "
+                "than cases makes the interval a cluster bootstrap",
     "n per kind": "paired cases per labelled decision kind; a verdict needs min_per_kind in every kind",
-    "method": "the interval method: wilson, tango, tango+mover, bootstrap (n >= 30) or t",
+    "method": "the interval method: wilson, tango, tango+mover, bootstrap (n >= 30), t, or cluster bootstrap "
+              "(more than one case of a session)",
 }
 
 

@@ -8,7 +8,8 @@ import re
 from collections import defaultdict
 from typing import Any
 
-__all__ = ["aggregate", "arm_counts", "balanced_accuracy", "balanced_ci", "by_kind", "mean", "mean_ci", "metric_scale",
+__all__ = ["aggregate", "arm_counts", "arm_methods", "arm_sessions", "balanced_accuracy", "balanced_ci", "by_kind",
+           "cluster_bootstrap", "cluster_mean_ci", "is_clustered", "mean", "mean_ci", "metric_scale",
            "non_inferiority", "paired_balanced", "paired_ci", "range_overlap", "ref_interval", "scripted_metrics",
            "tango_ci", "wilson_ci"]
 
@@ -51,7 +52,7 @@ SUMMED = {"calls", "model_calls", "billed_tokens", "prompt_tokens", "completion_
           "recoveries", "recovery_refetches",
           "kernel_errors", "kernel_warnings", "recover_errors", "window_overflows", "prefix_cache_hits", "prefix_cache_queries", "cases",
           "questions", "correct", "summaries", "probe_items", "probe_items_correct", "deep_items", "deep_items_correct",
-          "compactions_before_questions", "decision_candidates"}
+          "compactions_before_questions", "decision_candidates", "values_copied", "values_not_in_context"}
 # Means that are sizes (never negative), besides the sums above and every ``*_tokens`` metric.
 COUNT_METRICS = {"peak_context", "mean_context", "latency_s"}
 
@@ -126,6 +127,12 @@ def range_overlap(predicted: list[tuple[str, str]], reference: list[tuple[str, s
 # - balanced accuracy and its paired difference: the per-kind intervals above combined by
 #   MOVER (Zou & Donner), so a kind with two cases widens the interval as it should.
 # tests/eval/test_interval_coverage.py measures their coverage at n = 4, 8, 16, 32.
+# Clustered cases (more than one case of a session: each result carries its session id in
+# meta) are not independent, and every figure above would be too narrow. There the interval
+# is the ``cluster bootstrap``: sessions are resampled whole (the statistic recomputed from
+# the cases of the drawn sessions), and the interval is widened to hold the case-level one
+# above, so it is never narrower than that (a percentile bootstrap over few sessions
+# under-covers, and a session-level resample of 24/24 would otherwise give width zero).
 BOOTSTRAP_SAMPLES = 2000
 BOOTSTRAP_MIN_N = 30  # under this many cases a percentile bootstrap under-covers (the test shows it)
 Z95 = 1.959963984540054
@@ -136,7 +143,7 @@ UNIT_METRICS = {"kind_correct", "compress_success", "recover_success", "tool_cal
                 "accuracy", "evidence_survival", "summary_conformance", "deep_items_correct", "compacted",
                 "forced_compaction", "prefix_cache_hit_rate", "malformed_share", "decision_win",
                 "compress_chosen", "compress_parsed", "compress_accepted", "ranges_visible", "summary_score",
-                "exact_values_kept", "balanced_acc"}
+                "exact_values_kept", "balanced_acc", "nearest_train_sim", "values_not_in_context_share"}
 # 97.5 % quantiles of Student's t for 1..29 degrees of freedom (no scipy in the venv).
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
          2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045)
@@ -214,8 +221,63 @@ def bootstrap_ci(values: list[float], *, seed: int = 0, samples: int = BOOTSTRAP
     return [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))]
 
 
-def interval_method(scale: str, n: int, paired: bool = False) -> str:
-    """The name of the interval :func:`mean_ci` / :func:`paired_ci` use for this scale and n."""
+CLUSTER_METHOD = "cluster bootstrap"
+
+
+def is_clustered(clusters: list[Any] | None) -> bool:
+    """Some session supplies more than one case (``clusters``: each case's session id)."""
+    return clusters is not None and len(set(clusters)) < len(clusters)
+
+
+def _hull(a: list[float], b: list[float]) -> list[float]:
+    if not a or not b:
+        return a or b
+    return [min(a[0], b[0]), max(a[1], b[1])]
+
+
+def cluster_bootstrap(groups: list[Any], statistic: Any, *, seed: int = 0,
+                      samples: int = BOOTSTRAP_SAMPLES) -> list[float]:
+    """95 % percentile interval of ``statistic`` over sessions resampled with replacement:
+    ``groups`` holds one array per session (rows = that session's cases, stacked per session
+    as numpy arrays of equal width), ``statistic(draw)`` maps the (samples, sessions, ...)
+    sums drawn to one value per sample (seeded)."""
+    import numpy as np
+
+    k = len(groups)
+    if k == 0:
+        return []
+    table = np.asarray(groups, dtype=float)
+    rng = np.random.default_rng(seed)
+    drawn = table[rng.integers(0, k, size=(samples, k))].sum(axis=1)
+    stats = np.asarray(statistic(drawn), dtype=float)
+    stats = stats[np.isfinite(stats)]
+    if stats.size == 0:
+        return []
+    return [float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5))]
+
+
+def _per_session(values: list[float], clusters: list[Any]) -> list[list[float]]:
+    """[sum, count] of ``values`` per session, in first-seen order."""
+    sums: dict[Any, list[float]] = {}
+    for v, c in zip(values, clusters, strict=True):
+        cell = sums.setdefault(c, [0.0, 0.0])
+        cell[0] += v
+        cell[1] += 1
+    return list(sums.values())
+
+
+def cluster_mean_ci(values: list[float], clusters: list[Any], *, seed: int = 0,
+                    samples: int = BOOTSTRAP_SAMPLES) -> list[float]:
+    """The session-resampled percentile interval of the mean over cases (not widened)."""
+    return cluster_bootstrap(_per_session(values, clusters), lambda d: d[..., 0] / d[..., 1], seed=seed,
+                             samples=samples)
+
+
+def interval_method(scale: str, n: int, paired: bool = False, clustered: bool = False) -> str:
+    """The name of the interval :func:`mean_ci` / :func:`paired_ci` use for this scale and n
+    (``clustered``: some session has more than one of the cases)."""
+    if clustered:
+        return CLUSTER_METHOD
     if scale == "binary":
         return "tango" if paired else "wilson"
     if n >= BOOTSTRAP_MIN_N:
@@ -223,11 +285,16 @@ def interval_method(scale: str, n: int, paired: bool = False) -> str:
     return "wilson" if scale == "unit" else "t"
 
 
-def mean_ci(values: list[float], scale: str = "real", *, seed: int = 0) -> list[float]:
-    """95 % interval of the mean of ``values`` by the small-n rule (see the module notes)."""
+def mean_ci(values: list[float], scale: str = "real", *, seed: int = 0,
+            clusters: list[Any] | None = None) -> list[float]:
+    """95 % interval of the mean of ``values`` by the small-n rule (see the module notes);
+    with ``clusters`` (each value's session) that repeat, the cluster bootstrap."""
     n = len(values)
     if n == 0:
         return []
+    if is_clustered(clusters):
+        lo_hi = _hull(cluster_mean_ci(values, clusters, seed=seed), mean_ci(values, scale, seed=seed))
+        return [max(0.0, lo_hi[0]), lo_hi[1]] if lo_hi and scale == "count" else lo_hi
     method = interval_method(scale, n)
     if method == "wilson":
         return wilson_ci(sum(values), n)
@@ -290,11 +357,16 @@ def newcombe_paired_ci(a: int, b: int, c: int, d: int, z: float = Z95) -> tuple[
     return (max(-1.0, p1 - p2 - dl), min(1.0, p1 - p2 + du))
 
 
-def paired_ci(xs: list[float], ys: list[float], scale: str = "real", *, seed: int = 0) -> list[float]:
-    """95 % interval of mean(x - y) over aligned pairs, by the small-n rule."""
+def paired_ci(xs: list[float], ys: list[float], scale: str = "real", *, seed: int = 0,
+              clusters: list[Any] | None = None) -> list[float]:
+    """95 % interval of mean(x - y) over aligned pairs, by the small-n rule; with
+    ``clusters`` (each pair's session) that repeat, the cluster bootstrap of the differences."""
     n = len(xs)
     if n == 0:
         return []
+    if is_clustered(clusters):
+        diffs = [x - y for x, y in zip(xs, ys, strict=True)]
+        return _hull(cluster_mean_ci(diffs, clusters, seed=seed), paired_ci(xs, ys, scale, seed=seed))
     method = interval_method(scale, n, paired=True)
     if method == "tango":
         b = sum(1 for x, y in zip(xs, ys, strict=True) if x > y)
@@ -309,13 +381,17 @@ def paired_ci(xs: list[float], ys: list[float], scale: str = "real", *, seed: in
     return t_ci(diffs)
 
 
-def arm_intervals(rows: list[dict[str, Any]], *, seed: int = 0) -> dict[str, list[float]]:
-    """``{metric: [low, high]}`` over the cases of one arm, for every mean-type metric."""
+def arm_intervals(rows: list[dict[str, Any]], *, seed: int = 0,
+                  clusters: list[Any] | None = None) -> dict[str, list[float]]:
+    """``{metric: [low, high]}`` over the cases of one arm, for every mean-type metric
+    (``clusters``: each row's session, for the cluster bootstrap where sessions repeat)."""
     out = {}
     for k in mean_metrics(rows):
-        raw = [r.get(k) for r in rows if _numeric(r.get(k)) is not None]
+        idx = [i for i, r in enumerate(rows) if _numeric(r.get(k)) is not None]
+        raw = [rows[i].get(k) for i in idx]
         if raw:
-            out[k] = mean_ci([_numeric(v) for v in raw], metric_scale(k, raw), seed=seed)
+            out[k] = mean_ci([_numeric(v) for v in raw], metric_scale(k, raw), seed=seed,
+                             clusters=[clusters[i] for i in idx] if clusters is not None else None)
     return out
 
 
@@ -324,29 +400,54 @@ def arm_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     return {k: sum(1 for r in rows if _numeric(r.get(k)) is not None) for k in mean_metrics(rows)}
 
 
+def arm_sessions(rows: list[dict[str, Any]], clusters: list[Any]) -> dict[str, int]:
+    """``{metric: sessions}``: how many sessions the cases of each interval come from."""
+    return {k: len({c for r, c in zip(rows, clusters, strict=True) if _numeric(r.get(k)) is not None})
+            for k in mean_metrics(rows)}
+
+
+def arm_methods(rows: list[dict[str, Any]], clusters: list[Any] | None = None) -> dict[str, str]:
+    """``{metric: method}``: the interval each figure of :func:`arm_intervals` got."""
+    out = {}
+    for k in mean_metrics(rows):
+        idx = [i for i, r in enumerate(rows) if _numeric(r.get(k)) is not None]
+        raw = [rows[i].get(k) for i in idx]
+        if raw:
+            out[k] = interval_method(metric_scale(k, raw), len(raw), clustered=is_clustered(
+                [clusters[i] for i in idx] if clusters is not None else None))
+    return out
+
+
 def paired_comparison(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]], *,
-                      seed: int = 0) -> dict[str, dict[str, Any]]:
+                      seed: int = 0, clusters: dict[Any, Any] | None = None) -> dict[str, dict[str, Any]]:
     """``{metric: {"diff", "ci95", "n", "method", "n_by_kind"}}``: mean of a - b over the
     cases both arms ran (keyed alike, e.g. by (case_id, seed)), with its 95 % interval by the
-    small-n rule; ``n_by_kind`` counts the pairs per a's ``label_kind`` where rows have one."""
+    small-n rule; ``n_by_kind`` counts the pairs per a's ``label_kind`` where rows have one.
+    With ``clusters`` (case key -> session) each difference also has ``sessions``, and where
+    a session has more than one pair its interval is the cluster bootstrap."""
     keys = sorted(set(a) & set(b), key=str)
     out: dict[str, dict[str, Any]] = {}
     if not keys:
         return out
     for k in mean_metrics([a[c] for c in keys] + [b[c] for c in keys]):
-        xs, ys, raw, kinds = [], [], [], defaultdict(int)
+        xs, ys, raw, kinds, sess = [], [], [], defaultdict(int), []
         for c in keys:
             x, y = _numeric(a[c].get(k)), _numeric(b[c].get(k))
             if x is not None and y is not None:
                 xs.append(x)
                 ys.append(y)
                 raw += [a[c].get(k), b[c].get(k)]
+                sess.append(clusters.get(c, c) if clusters is not None else c)
                 if "label_kind" in a[c]:
                     kinds[str(a[c]["label_kind"])] += 1
         if xs:
             scale = metric_scale(k, raw)
-            d = {"diff": sum(xs) / len(xs) - sum(ys) / len(ys), "ci95": paired_ci(xs, ys, scale, seed=seed),
-                 "n": len(xs), "method": interval_method(scale, len(xs), paired=True)}
+            cl = sess if clusters is not None else None
+            d = {"diff": sum(xs) / len(xs) - sum(ys) / len(ys),
+                 "ci95": paired_ci(xs, ys, scale, seed=seed, clusters=cl), "n": len(xs),
+                 "method": interval_method(scale, len(xs), paired=True, clustered=is_clustered(cl))}
+            if clusters is not None:
+                d["sessions"] = len(set(sess))
             if kinds:
                 d["n_by_kind"] = dict(sorted(kinds.items()))
             out[k] = d
@@ -376,22 +477,58 @@ def _mover(point: float, parts: list[tuple[float, float, float]], lo_bound: floa
     return [max(lo_bound, point - down), min(hi_bound, point + up)]
 
 
-def balanced_ci(rows: list[dict[str, Any]], *, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> list[float]:
+def _balanced_bootstrap(cells: list[tuple[Any, str, float]], *, seed: int, samples: int) -> list[float]:
+    """Cluster bootstrap of a balanced mean: ``cells`` are (session, kind, value); each draw
+    of sessions gives, per kind, the mean of its drawn values, and the mean over the kinds
+    the draw holds."""
+    import numpy as np
+
+    kinds = sorted({k for _, k, _ in cells})
+    col = {k: i for i, k in enumerate(kinds)}
+    per: dict[Any, np.ndarray] = {}
+    for s, k, v in cells:
+        cell = per.setdefault(s, np.zeros((2, len(kinds))))
+        cell[0, col[k]] += v
+        cell[1, col[k]] += 1
+
+    def stat(d: Any) -> Any:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.nanmean(d[:, 0, :] / d[:, 1, :], axis=1)
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a draw without some kind leaves it out
+        return cluster_bootstrap(list(per.values()), stat, seed=seed, samples=samples)
+
+
+def balanced_ci(rows: list[dict[str, Any]], *, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES,
+                clusters: list[Any] | None = None) -> list[float]:
     """95 % interval of :func:`balanced_accuracy`: each kind's Wilson interval, combined by
-    MOVER. Two cases of a kind leave that kind's rate wide open, and the interval says so
-    (``seed`` and ``samples`` are accepted for callers of the former bootstrap)."""
+    MOVER. Two cases of a kind leave that kind's rate wide open, and the interval says so.
+    With ``clusters`` (each row's session) that repeat: the cluster bootstrap, widened to
+    hold the MOVER interval."""
     per = _by_label_kind(rows)
     if not per:
         return []
     parts = [(mean(v), *wilson_ci(sum(v), len(v))) for v in per.values()]
-    return _mover(mean([p[0] for p in parts]), parts, 0.0, 1.0)
+    mover = _mover(mean([p[0] for p in parts]), parts, 0.0, 1.0)
+    if clusters is None:
+        return mover
+    cells = [(c, str(r.get("label_kind")), _numeric(r.get("kind_correct")))
+             for r, c in zip(rows, clusters, strict=True) if _numeric(r.get("kind_correct")) is not None]
+    if not is_clustered([c for c, _, _ in cells]):
+        return mover
+    return _hull(_balanced_bootstrap(cells, seed=seed, samples=samples), mover)
 
 
 def paired_balanced(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]], *, seed: int = 0,
-                    samples: int = BOOTSTRAP_SAMPLES) -> dict[str, Any] | None:
+                    samples: int = BOOTSTRAP_SAMPLES, clusters: dict[Any, Any] | None = None) -> dict[str, Any] | None:
     """``{"diff", "ci95", "n", "method", "n_by_kind"}`` of balanced accuracy a - b over the
     shared cases (kinds by a's label kind): each kind's paired difference with Tango's
-    interval, combined by MOVER; None without cases."""
+    interval, combined by MOVER; None without cases. With ``clusters`` (case key -> session)
+    it has ``sessions`` too, and where a session has more than one pair the interval is the
+    cluster bootstrap of the difference, widened to hold the MOVER one."""
     keys = [k for k in sorted(set(a) & set(b), key=str)
             if _numeric(a[k].get("kind_correct")) is not None and _numeric(b[k].get("kind_correct")) is not None]
     if not keys:
@@ -406,8 +543,17 @@ def paired_balanced(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]], 
         cc = sum(1 for x, y in pairs if x < y)
         parts.append(((bb - cc) / n, *tango_ci(bb, cc, n)))
     diff = mean([p[0] for p in parts])
-    return {"diff": diff, "ci95": _mover(diff, parts, -1.0, 1.0), "n": len(keys), "method": "tango+mover",
-            "n_by_kind": {k: len(v) for k, v in sorted(per.items())}}
+    out = {"diff": diff, "ci95": _mover(diff, parts, -1.0, 1.0), "n": len(keys), "method": "tango+mover",
+           "n_by_kind": {k: len(v) for k, v in sorted(per.items())}}
+    if clusters is not None:
+        sess = [clusters.get(k, k) for k in keys]
+        out["sessions"] = len(set(sess))
+        if is_clustered(sess):
+            cells = [(s, str(a[k].get("label_kind")), _numeric(a[k]["kind_correct"]) - _numeric(b[k]["kind_correct"]))
+                     for s, k in zip(sess, keys, strict=True)]
+            out["ci95"] = _hull(_balanced_bootstrap(cells, seed=seed, samples=samples), out["ci95"])
+            out["method"] = CLUSTER_METHOD
+    return out
 
 
 # Metrics a non-inferiority verdict may be asked for: rates where higher is better.

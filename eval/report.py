@@ -22,12 +22,16 @@ from typing import Any
 
 from eval.metric_defs import COUNTS, definitions_for
 from eval.metrics import (
+    CLUSTER_METHOD,
     PAIRS,
     aggregate,
     arm_counts,
     arm_intervals,
+    arm_methods,
+    arm_sessions,
     balanced_ci,
     by_kind,
+    is_clustered,
     non_inferiority,
     paired_balanced,
     paired_comparison,
@@ -60,7 +64,8 @@ PROBES_COLS = ["cases", "questions", "accuracy", "evidence_survival", "compacted
                "peak_context", "compressions_succeeded", "recovery_calls", "recoveries", "recovery_refetches",
                "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
 HELD_OUT_COLS = ["cases", "balanced_acc", "compress_chosen", "compress_parsed", "compress_accepted", "ranges_visible",
-                 "summary_score", "exact_values_kept", "compress_success", "recover_success", "kind_correct", "decision_logprob",
+                 "summary_score", "exact_values_kept", "compress_success", "nearest_train_sim", "values_copied",
+                 "values_not_in_context", "values_not_in_context_share", "recover_success", "kind_correct", "decision_logprob",
                  "decision_margin", "decision_win", "tool_call_valid", "range_valid", "range_overlap",
                  "conformance_score",
                  "conformance_passed", "kernel_errors", "kernel_warnings", "prompt_tokens", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
@@ -121,9 +126,14 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
         entry: dict[str, Any] = {"arms": {}, "by_kind": {}}
         for arm in sorted(arms, key=_arm_key):
             rows = [r["metrics"] for r in arms[arm]]
+            sessions = [case_session(r) for r in arms[arm]]
             entry["arms"][arm] = aggregate(rows)
-            entry["arms"][arm]["ci95"] = arm_intervals(rows)
+            # Cases of one session are not independent: intervals resample sessions where one
+            # has more than one case (eval.metrics, "cluster bootstrap"), and say how many.
+            entry["arms"][arm]["ci95"] = arm_intervals(rows, clusters=sessions)
             entry["arms"][arm]["ci_n"] = arm_counts(rows)
+            entry["arms"][arm]["ci_sessions"] = arm_sessions(rows, sessions)
+            entry["arms"][arm]["ci_method"] = arm_methods(rows, sessions)
             if wl == "held_out":
                 entry["by_kind"][arm] = by_kind(rows)
                 # Mean over decision kinds of the share answered right: never compressing (or
@@ -131,9 +141,13 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
                 per = [k["kind_correct"] for k in entry["by_kind"][arm].values() if "kind_correct" in k]
                 if per:
                     entry["arms"][arm]["balanced_acc"] = sum(per) / len(per)
-                    entry["arms"][arm]["ci95"]["balanced_acc"] = balanced_ci(rows)
+                    entry["arms"][arm]["ci95"]["balanced_acc"] = balanced_ci(rows, clusters=sessions)
                     entry["arms"][arm]["ci_n"]["balanced_acc"] = sum(
                         int(k.get("cases", 0)) for k in entry["by_kind"][arm].values() if "kind_correct" in k)
+                    judged = [c for m, c in zip(rows, sessions, strict=True) if m.get("kind_correct") is not None]
+                    entry["arms"][arm]["ci_sessions"]["balanced_acc"] = len(set(judged))
+                    entry["arms"][arm]["ci_method"]["balanced_acc"] = (
+                        CLUSTER_METHOD if is_clustered(judged) else "wilson+mover")
                 # Confusion: labelled decision -> the form of the reply (eval.workloads.held_out.reply_form)
                 conf: dict[str, dict[str, int]] = {}
                 for m in rows:
@@ -154,11 +168,13 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
             entry["recall"] = probe_report([r for rs in arms.values() for r in rs])
         out["workloads"][wl] = entry
         by_case = {arm: {(r["case_id"], r["seed"]): r["metrics"] for r in rs} for arm, rs in arms.items()}
+        session_of = {(r["case_id"], r["seed"]): case_session(r) for rs in arms.values() for r in rs}
         pairs = {}
         for a, b in dict.fromkeys([*PAIRS, *(ni.arm_pairs() if ni else [])]):
             if a in by_case and b in by_case:
-                pairs[f"{a}_vs_{b}"] = paired_comparison(by_case[a], by_case[b])
-                if wl == "held_out" and (bal := paired_balanced(by_case[a], by_case[b])) is not None:
+                pairs[f"{a}_vs_{b}"] = paired_comparison(by_case[a], by_case[b], clusters=session_of)
+                if wl == "held_out" and (bal := paired_balanced(by_case[a], by_case[b],
+                                                                 clusters=session_of)) is not None:
                     pairs[f"{a}_vs_{b}"]["balanced_acc"] = bal
         if pairs:
             out.setdefault("paired", {})[wl] = pairs
@@ -166,6 +182,13 @@ def summarise_run(run_dir: str | Path) -> dict[str, Any]:
         out["non_inferiority"] = verdicts(out.get("paired") or {}, ni)
     out["calls"] = _call_totals(results)
     return out
+
+
+def case_session(result: dict[str, Any]) -> str:
+    """The session a case result comes from (``meta.session_id``; a case without one is its
+    own session): the unit the intervals resample."""
+    sid = (result.get("meta") or {}).get("session_id")
+    return f"session:{sid}" if sid not in (None, "") else f"case:{result.get('case_id')}"
 
 
 def _recipe_non_inferiority(run_dir: Path, manifest: dict[str, Any] | None) -> Any:
@@ -207,14 +230,14 @@ def verdict_table(summary: dict[str, Any]) -> list[list[str]] | None:
     ni = summary.get("non_inferiority")
     if not ni:
         return None
-    t = [["workload", "pair", "metric", "diff (a - b)", "95% interval", "n", "n per kind", "method",
+    t = [["workload", "pair", "metric", "diff (a - b)", "95% interval", "n", "sessions", "n per kind", "method",
           f"verdict (margin {_fmt(ni['margin'])}, min n {ni.get('min_cases', 1)}, "
           f"min n per kind {ni.get('min_per_kind', 1)})"]]
     for wl, pairs in ni["verdicts"].items():
         for pair, metrics in pairs.items():
             for k, d in metrics.items():
                 t.append([wl, pair, k, _fmt(d["diff"]), _interval(d.get("ci95")), str(d["n"]),
-                          _kinds(d), d.get("method", "–"), d["verdict"]])
+                          str(d.get("sessions", "–")), _kinds(d), d.get("method", "–"), d["verdict"]])
     return t
 
 
@@ -282,6 +305,9 @@ def headline_table(summary: dict[str, Any]) -> list[list[str]]:
             if ci and v is not None:
                 n = (src.get("ci_n") or {}).get(key)
                 cell += f" [{_fmt(ci[0])}, {_fmt(ci[1])}]" + (f" n={n}" if n is not None else "")
+                sess = (src.get("ci_sessions") or {}).get(key)
+                if sess is not None and n is not None and sess < n:
+                    cell += f" ({sess} session{'' if sess == 1 else 's'})"
             row.append(cell)
         table.append(row)
     return table
@@ -302,7 +328,8 @@ def _series(arms: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
 
 GLANCE_NOTE = ("Each column is defined once, in the Definitions section below. Brackets: the 95% interval "
-               "by the small-n rule, with n, the cases it is over, beside it.")
+               "by the small-n rule, with n, the cases it is over, beside it, and the sessions they come from "
+               "where fewer (then the interval is the cluster bootstrap, which resamples sessions).")
 
 
 def _columns(wl: str, arms: dict[str, dict[str, Any]]) -> list[str]:
@@ -331,12 +358,12 @@ def paired_tables(summary: dict[str, Any]) -> dict[str, list[list[str]]]:
     out = {}
     for wl, pairs in (summary.get("paired") or {}).items():
         cols = set(COLUMNS.get(wl, []))
-        t = [["pair", "metric", "diff (a - b)", "95% interval", "n", "n per kind", "method"]]
+        t = [["pair", "metric", "diff (a - b)", "95% interval", "n", "sessions", "n per kind", "method"]]
         for pair, metrics in pairs.items():
             for k, d in metrics.items():
                 if k in cols:
-                    t.append([pair, k, _fmt(d["diff"]), _interval(d.get("ci95")), str(d["n"]), _kinds(d),
-                              d.get("method", "–")])
+                    t.append([pair, k, _fmt(d["diff"]), _interval(d.get("ci95")), str(d["n"]),
+                              str(d.get("sessions", "–")), _kinds(d), d.get("method", "–")])
         if len(t) > 1:
             out[wl] = t
     return out
@@ -351,6 +378,37 @@ RECALL_NOTE = ("Recall probes, per question: accuracy by kind; 'vs full' counts 
                "arm answered (a lost answer there is lost to compaction, not to the model), 'full failed' those "
                "it did not; 'compacted' is the share of cases with a compaction before the first question "
                "(forced where the session raised none).")
+
+
+MEMO_NOTE = ("Over the replies that write compress summaries: nearest_train_sim, the difflib ratio of a reply's "
+             "summaries to the nearest train label (near 1: a train target repeated), and the exact items of the "
+             "summaries that occur nowhere in the context the model saw (eval/workloads/held_out/recall.py). "
+             "Brackets: 95% interval (method column), over n replies from the sessions beside it.")
+
+
+def _with_ci(arm: dict[str, Any], key: str) -> str:
+    if arm.get(key) is None:
+        return "–"
+    n, sess = (arm.get("ci_n") or {}).get(key), (arm.get("ci_sessions") or {}).get(key)
+    return (f"{_fmt(arm[key])} {_interval((arm.get('ci95') or {}).get(key))}"
+            + (f" n={n}" if n is not None else "") + (f" ({sess} sessions)" if sess is not None else ""))
+
+
+def memorisation_table(entry: dict[str, Any]) -> list[list[str]] | None:
+    """Per arm: nearest_train_sim and values_not_in_context with their intervals (held_out)."""
+    arms = {a: r for a, r in entry.get("arms", {}).items()
+            if r.get("nearest_train_sim") is not None or r.get("values_copied") is not None}
+    if not arms:
+        return None
+    t = [["arm", "nearest_train_sim", "values_not_in_context", "values_not_in_context_share", "method"]]
+    for arm, r in arms.items():
+        items = int(r.get("values_copied") or 0) + int(r.get("values_not_in_context") or 0)
+        t.append([arm, _with_ci(r, "nearest_train_sim"),
+                  f"{int(r.get('values_not_in_context') or 0)} of {items}" if items else "–",
+                  _with_ci(r, "values_not_in_context_share"),
+                  (r.get("ci_method") or {}).get("nearest_train_sim")
+                  or (r.get("ci_method") or {}).get("values_not_in_context_share") or "–"])
+    return t
 
 
 def recall_table(entry: dict[str, Any]) -> list[list[str]] | None:
@@ -571,6 +629,11 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
                 line = f"decision_logprob / decision_margin / decision_win for {arm}: {'; '.join(how)}."
                 md += [line, ""]
                 parts_html.append(f"<p>{html.escape(line)}</p>")
+        mt = memorisation_table(entry)
+        if mt is not None:
+            md += [f"### {wl}: reading or recall", "", MEMO_NOTE, "", _md(mt), ""]
+            parts_html += [f"<h3>{html.escape(wl)}: reading or recall</h3>", f"<p>{html.escape(MEMO_NOTE)}</p>",
+                           _html_table(mt)]
         rt = recall_table(entry)
         if rt is not None:
             md += [f"### {wl}: accuracy by kind and relative to full", "", RECALL_NOTE, "", _md(rt), ""]

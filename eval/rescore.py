@@ -133,7 +133,8 @@ def rescore(src: str | Path, out: str | Path, *, data_dir: str | Path | None = N
                          arm_settings=recipe.arm_settings, kernel_overrides=recipe.kernel, gate=recipe.gate,
                          host=recipe.host, nudge_style=recipe.nudge_style)
         row = job.case.payload
-        scores = score_decision_reply(row, decision_for(row, job.arm, ctx), comp, doc)
+        train = job.wl.train_targets() if hasattr(job.wl, "train_targets") else None
+        scores = score_decision_reply(row, decision_for(row, job.arm, ctx), comp, doc, train)
         kernel_messages = scores.pop("kernel_messages", [])
         old = result["metrics"]
         new = {**scores, **_kept_from_call(old)}

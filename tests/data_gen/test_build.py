@@ -190,3 +190,24 @@ def test_out_that_is_a_file_is_one_line_error_before_any_work(tmp_path):
         assert p.returncode == 2, p.stderr[-2000:]
         assert p.stderr == f"error: --out {out}: {f} exists and is not a folder\n" or \
             p.stderr == f"error: --out {out}: exists and is not a folder\n", p.stderr[-2000:]
+
+
+def test_the_build_audits_memorisation_in_its_manifest_card_and_inspect(built, capsys):
+    from data_gen.__main__ import main
+    from data_gen.audit import read_rows
+    from data_gen.memorisation import memorisation_audit
+
+    manifest = json.loads((built / "manifest.json").read_text())
+    memo = manifest["counts"]["memorisation"]
+    by_split: dict[str, list] = {}
+    for r in read_rows(built):
+        by_split.setdefault(r["meta"]["split"], []).append(r)
+    assert memo == json.loads(json.dumps(memorisation_audit(by_split)))  # recomputed from the shards alike
+    assert memo["train"]["compress_targets"] > 0 and "heldout" in memo
+    assert 0.0 <= memo["heldout"]["structure_seen"] <= 1.0
+    card = (built / "README.md").read_text()
+    assert "## Memorisation audit" in card and "| heldout |" in card.split("## Memorisation audit")[1]
+    assert main(["inspect", str(built), "--n", "0"]) == 0
+    assert "[audit] heldout: structure_seen" in capsys.readouterr().out
+    assert main(["audit", str(built), "--memorisation"]) == 0
+    assert "[audit] train:" in capsys.readouterr().out

@@ -176,3 +176,61 @@ def test_select_rows_per_kind_and_window():
     assert [r["meta"]["n"] for r in got] == [5, 1]
     assert [r["meta"]["n"] for r in select_rows(rows, per_kind=2, limit=3)] == [0, 1, 2]
     assert select_rows(rows, kinds=["tier3"]) == []
+
+
+def test_select_rows_takes_at_most_per_session_decisions_of_a_kind_from_one_session():
+    from eval.workloads.held_out.workload import HeldOutSettings, select_rows
+
+    # Session a has 4 emergencies and 1 refusal, b has 2 emergencies, c 1; rows without a
+    # session id are each their own session.
+    spec = [("a", "emergency")] * 4 + [("a", "refusal"), ("b", "emergency"), ("b", "emergency"),
+                                       ("c", "emergency"), (None, "emergency"), (None, "emergency")]
+    rows = [{"meta": {"kind": k, "n": i, **({"session_id": s} if s else {})}} for i, (s, k) in enumerate(spec)]
+    got = select_rows(rows, per_session=2)
+    assert [r["meta"]["n"] for r in got] == [0, 1, 4, 5, 6, 7, 8, 9]
+    # With per_kind the capped picks still spread: one of each session first, then second ones.
+    got = select_rows(rows, kinds=["emergency"], per_kind=5, per_session=2)
+    assert sorted(r["meta"]["n"] for r in got) == [0, 5, 7, 8, 9]  # the first round: a, b, c and the two lone rows
+    assert max(sum(r["meta"].get("session_id") == s for r in got) for s in "abc") <= 2
+    assert [r["meta"]["n"] for r in select_rows(rows, per_session=1, kinds=["emergency"])] == [0, 5, 7, 8, 9]
+    assert len(select_rows(rows)) == len(rows)  # no cap asked: every row
+    assert HeldOutSettings().per_session == 2  # the workload's default cap
+
+
+def test_nearest_train_sim_and_values_not_in_context(data_dir, doctrine):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # Train holds rows 0-2 (one compress label: row 0's); the test split rows 0-5.
+    train = held_out_rows(doctrine, 3)
+    (data_dir / "train").mkdir()
+    pq.write_table(pa.Table.from_pylist([{**r, "tools": json.dumps(r["tools"])} for r in train]),
+                   data_dir / "train" / "shard-00000.parquet")
+    wl = HeldOutWorkload({"data_dir": str(data_dir), "split": "test"})
+    assert wl.train_targets() is wl.train_targets()  # read once, kept for the run
+    cases = wl.cases()
+    oracle = [wl.run_case(c, "base_slim", 0, RunContext(OracleBackend(), doctrine))["metrics"] for c in cases]
+    compress = [m for m in oracle if m["label_kind"] == "compress"]
+    assert len(compress) == 2
+    assert compress[0]["nearest_train_sim"] == 1.0  # the train label itself
+    assert 0.8 < compress[1]["nearest_train_sim"] < 1.0  # same phrasing, other values
+    # The label copies its path:line, test file path and error string from the context.
+    assert [m["values_copied"] for m in compress] == [3, 3]
+    assert all(m["values_not_in_context"] == 0 and m["values_not_in_context_share"] == 0.0 for m in compress)
+    assert all("nearest_train_sim" not in m for m in oracle if m["label_kind"] != "compress")
+
+    def recalls_a_value(req):
+        summary = "Ran pytest: `BATCH_VALUE=64` was set; see src/parser/mod_0.py:20."
+        args = {"content": [{"startId": "m00002", "endId": "m00004", "summary": summary}]}
+        return {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "z", "type": "function", "function": {"name": "compress", "arguments": json.dumps(args)}}]}
+
+    m = wl.run_case(cases[0], "base_slim", 0, RunContext(OracleBackend(policy=recalls_a_value), doctrine))["metrics"]
+    assert (m["values_copied"], m["values_not_in_context"]) == (1, 1)
+    assert m["values_not_in_context_share"] == 0.5
+    assert m["nearest_train_sim"] < 0.8
+    # No train split: the context figures stay, nearest_train_sim is left out.
+    (data_dir / "train" / "shard-00000.parquet").unlink()
+    m = HeldOutWorkload({"data_dir": str(data_dir), "split": "test"}).run_case(
+        cases[0], "base_slim", 0, RunContext(OracleBackend(), doctrine))["metrics"]
+    assert "nearest_train_sim" not in m and m["values_copied"] == 3

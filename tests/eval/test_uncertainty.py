@@ -118,7 +118,11 @@ def test_report_carries_intervals_and_pairs(policy_reports):
         lo, hi = held[arm]["ci95"]["kind_correct"]
         assert lo <= held[arm]["kind_correct"] <= hi
     pair = data["paired"]["held_out"]["distilled_vs_base_slim"]["kind_correct"]
-    assert set(pair) == {"diff", "ci95", "n", "method", "n_by_kind"} and pair["n"] == 6 and pair["method"] == "tango"
+    # The six smoke rows come from one log_triage session: the report says so (sessions 1) and
+    # names the session-resampling method (pin updated when the report began to count sessions).
+    assert set(pair) == {"diff", "ci95", "n", "sessions", "method", "n_by_kind"} and pair["n"] == 6
+    assert pair["sessions"] == 1 and pair["method"] == "cluster bootstrap"
+    assert held["distilled"]["ci_sessions"]["kind_correct"] == 1 and "(1 session)" in md
     assert "distilled_vs_doctrine" in data["paired"]["scripted"]
     assert "### held_out: paired comparisons" in md and "95% interval" in md
     conf = data["workloads"]["held_out"]["confusion"]["distilled"]
@@ -139,3 +143,16 @@ def test_report_carries_intervals_and_pairs(policy_reports):
         assert v["balanced_acc"]["verdict"] == "inconclusive"
     assert "## Non-inferiority" in md
     assert "balanced_acc" in data["workloads"]["held_out"]["arms"]["doctrine"]["ci95"]
+
+
+def test_report_shows_reading_or_recall(policy_reports):
+    # The smoke data has no train split: no nearest_train_sim. The labels copy their exact items
+    # from the context, all but (today) one: the tier-2 label's header cuts a topic inside an
+    # escaped quote (`query=db_wait_ms{service=\]`), which the context never shows.
+    data, md, _ = policy_reports["oracle"]
+    arm = data["workloads"]["held_out"]["arms"]["distilled"]
+    assert arm["values_copied"] >= 40 and arm["values_not_in_context"] <= 1
+    assert "nearest_train_sim" not in arm
+    items = arm["values_copied"] + arm["values_not_in_context"]
+    assert "### held_out: reading or recall" in md and f"{arm['values_not_in_context']} of {items}" in md
+    assert "reading or recall" not in policy_reports["never_compress"][1]  # no summary written

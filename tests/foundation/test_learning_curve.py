@@ -132,3 +132,25 @@ def test_each_eval_recipe_is_a_question_the_first_primary(lc, project_root, tmp_
     lc.write_markdown(curve, tmp_path / "curve.md")
     text = (tmp_path / "curve.md").read_text()
     assert "## pocket_learn_sessions: 2 cases of the `test` split" in text and "## pocket_learn: 2 cases" in text
+
+
+def test_curve_point_counts_sessions_and_shows_reading_or_recall(lc):
+    # 12 cases from 3 sessions of 4; each session all right or all wrong: clustered.
+    rows = {}
+    for i in range(12):
+        m = _case("compress", float(i // 4 == 0), form="compress")
+        m.update({"_session": f"s{i // 4}", "nearest_train_sim": 0.9, "values_copied": 2,
+                  "values_not_in_context": 1, "values_not_in_context_share": 1 / 3})
+        rows[(f"c{i}", 0)] = m
+    point = lc.curve_point(0, rows, {})
+    assert point["n_cases"] == 12 and point["n_sessions"] == 3
+    kc = point["metrics"]["kind_correct"]
+    assert kc["sessions"] == 3 and kc["method"] == "cluster bootstrap"
+    iid = lc.mean_ci([m["kind_correct"] for m in rows.values()], metric="kind_correct")
+    assert iid["method"] == "wilson" and kc["ci95"][1] - kc["ci95"][0] > iid["ci95"][1] - iid["ci95"][0]
+    assert point["metrics"]["nearest_train_sim"]["mean"] == pytest.approx(0.9)
+    assert point["recall_counts"] == {"values_copied": 24, "values_not_in_context": 12}
+    table = lc.curve_table({"points": [point]})
+    row = dict(zip(table[0], table[1], strict=True))
+    assert row["sessions"] == "3" and row["values_not_in_context"] == "12 of 36"
+    assert row["nearest_train_sim"].startswith("0.90")

@@ -14,6 +14,9 @@ conformance (``doctrine.conform``) of each block's summary against what the kern
 and whether a recovery reached a needed block. Older rows resolve ranges from their refs. The oracle backend answers with the
 label itself: it is the upper reference and checks the scoring end to end.
 
+A reply that writes compress summaries also gets ``nearest_train_sim``, ``values_copied`` and
+``values_not_in_context`` (``eval.workloads.held_out.recall``): did it read or recall?
+
 Compress-labelled rows also get the graded steps to a successful fold (``graded_compress``):
 ``compress_chosen``, ``compress_parsed``, ``compress_accepted``, ``ranges_visible``,
 ``summary_score``, ``exact_values_kept``, then ``compress_success``.
@@ -29,6 +32,7 @@ from typing import Any
 
 from pydantic import Field
 
+from data_gen.memorisation import TrainTargets
 from doctrine.conform import check_summary, extract_keep_items, normalise_messages
 from doctrine.kernel.chat import flatten
 from doctrine.kernel.compress_args import parse_compress_args
@@ -41,6 +45,7 @@ from eval.metrics import range_overlap, ref_interval
 from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.held_out.applied import apply_compress, apply_recovery
 from eval.workloads.held_out.decision_scoring import score_decision
+from eval.workloads.held_out.recall import recall_scores, train_targets
 from eval.workloads.nudges import rerender_context
 from plumbing.chat_backend import Request
 from plumbing.recipe_loader import BaseConfig
@@ -121,7 +126,7 @@ def _spread(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     keyed = []
     for i, r in enumerate(rows):
         meta = r["meta"]
-        session = meta.get("session_id") or ("row", i)
+        session = _session_of(r, i)
         family = meta.get("family")
         sessions = fam_sessions.setdefault(family, [])
         if session not in sessions:
@@ -131,18 +136,40 @@ def _spread(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for _, r in sorted(keyed, key=lambda kv: kv[0])]
 
 
+def _session_of(row: dict[str, Any], i: int) -> Any:
+    return row["meta"].get("session_id") or ("row", i)
+
+
+def cap_per_session(pool: list[tuple[int, dict[str, Any]]], per_session: int) -> list[tuple[int, dict[str, Any]]]:
+    """``pool`` (index, row) without the rows past the first ``per_session`` of each
+    (session, kind): decisions of one session are not independent, so a few long sessions
+    must not supply most of the cases."""
+    taken: dict[tuple[Any, str], int] = {}
+    out = []
+    for i, r in pool:
+        key = (_session_of(r, i), str(r["meta"].get("kind")))
+        if taken.get(key, 0) < per_session:
+            taken[key] = taken.get(key, 0) + 1
+            out.append((i, r))
+    return out
+
+
 def select_rows(rows: list[dict[str, Any]], *, kinds: list[str] | None = None, per_kind: int | None = None,
-                windows: list[int] | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+                windows: list[int] | None = None, limit: int | None = None,
+                per_session: int | None = None) -> list[dict[str, Any]]:
     """Rows whose ``meta.kind`` is in ``kinds`` and ``meta.window`` in ``windows`` (either
-    unset: any), at most ``per_kind`` of each kind, at most ``limit`` in all. With
-    ``per_kind`` the picks of a kind spread over sessions and families (:func:`_spread`), so
-    n cases are as many sessions as the split has, not a few sessions' consecutive decision
-    points; without it, file order. ``per_kind: 1`` over the kinds gives a small eval that
-    still sees each decision."""
+    unset: any), at most ``per_session`` of each kind from one session (file order within
+    it), at most ``per_kind`` of each kind, at most ``limit`` in all. With ``per_kind`` the
+    picks of a kind spread over sessions and families (:func:`_spread`), so n cases are as
+    many sessions as the split has, not a few sessions' consecutive decision points; without
+    it, file order. ``per_kind: 1`` over the kinds gives a small eval that still sees each
+    decision."""
     wanted = set(kinds) if kinds else None
     sizes = {int(w) for w in windows} if windows else None
     pool = [(i, r) for i, r in enumerate(rows) if (wanted is None or str(r["meta"].get("kind")) in wanted)
             and (sizes is None or r["meta"].get("window") in sizes)]
+    if per_session is not None:
+        pool = cap_per_session(pool, int(per_session))
     if per_kind is not None:
         by_kind: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         for i, r in pool:
@@ -506,6 +533,10 @@ class HeldOutSettings(BaseConfig):
     per_kind: int | None = Field(None, ge=1)
     windows: list[int] | None = None
     limit: int | None = Field(None, ge=0)
+    # At most this many decisions of one kind from one session (None: no cap). Decisions of
+    # a session are not independent; the intervals resample sessions, and the cap keeps a few
+    # long sessions from supplying most of the cases.
+    per_session: int | None = Field(2, ge=1)
     # The generation cap of these calls when it differs from the recipe's max_tokens: a whole
     # compress call needs ~300-650 tokens, while the marathon's decisions do with fewer.
     max_tokens: int | None = Field(None, ge=1)
@@ -523,7 +554,9 @@ class HeldOutWorkload:
         data_dir = Path(self.settings.get("data_dir", "."))
         if not data_dir.is_absolute() and base_dir is not None and not data_dir.exists():
             data_dir = base_dir / data_dir
+        self.data_dir = data_dir
         picks = {k: self.settings.get(k) for k in ("kinds", "per_kind", "windows")}
+        picks["per_session"] = self.settings.get("per_session", HeldOutSettings.model_fields["per_session"].default)
         if any(v is not None for v in picks.values()):
             rows = load_rows(data_dir, self.settings.get("split", "test"))
             self.rows = select_rows(rows, **picks, limit=self.settings.get("limit"))
@@ -544,7 +577,15 @@ class HeldOutWorkload:
     def run_case(self, case: Case, arm: str, seed: int, ctx: RunContext) -> dict[str, Any]:
         if self.settings.get("max_tokens"):
             ctx = replace(ctx, max_tokens=int(self.settings["max_tokens"]))
-        return run_row(case.payload, arm, ctx, score_first_tokens=int(self.settings.get("score_first_tokens", 12)))
+        return run_row(case.payload, arm, ctx, score_first_tokens=int(self.settings.get("score_first_tokens", 12)),
+                       train=self.train_targets())
+
+    def train_targets(self) -> TrainTargets | None:
+        """The data folder's train targets (read once per run) for ``nearest_train_sim``; None
+        when the folder has no train split, or the split asked is train itself."""
+        if self.settings.get("split", "test") == "train":
+            return None
+        return train_targets(self.data_dir)
 
 
 @dataclass
@@ -583,9 +624,11 @@ def decision_for(row: dict[str, Any], arm: str, ctx: RunContext) -> Decision:
     return Decision(context, target, notes, frame.tools, task_tools, frame.doctrine_text, label_kind, profile, req)
 
 
-def score_decision_reply(row: dict[str, Any], dec: Decision, comp: Any, doctrine: Any) -> dict[str, Any]:
+def score_decision_reply(row: dict[str, Any], dec: Decision, comp: Any, doctrine: Any,
+                         train: TrainTargets | None = None) -> dict[str, Any]:
     """What :func:`score_reply` says of ``comp`` (a Completion) for ``dec``, applied to the
-    row's rebuilt kernel turn; ``kernel_messages`` holds what the kernel said."""
+    row's rebuilt kernel turn; ``kernel_messages`` holds what the kernel said. A reply that
+    writes summaries also gets :func:`recall_scores` (``nearest_train_sim`` needs ``train``)."""
     meta = row["meta"]
     rebuilt, scored_by = rebuild_row(row)
     scores = score_reply(comp.message, dec.target, dec.context, dec.tools, comp.parse_errors,
@@ -593,10 +636,12 @@ def score_decision_reply(row: dict[str, Any], dec: Decision, comp: Any, doctrine
                          nudge_tier=meta["nudge"].get("tier") if isinstance(meta.get("nudge"), dict) else None,
                          rebuilt=rebuilt)
     scores["scored_by"] = scored_by
+    scores.update(recall_scores(comp.message, dec.context, train))
     return scores
 
 
-def run_row(row: dict[str, Any], arm: str, ctx: RunContext, score_first_tokens: int = 0) -> dict[str, Any]:
+def run_row(row: dict[str, Any], arm: str, ctx: RunContext, score_first_tokens: int = 0,
+            train: TrainTargets | None = None) -> dict[str, Any]:
     meta = row["meta"]
     dec = decision_for(row, arm, ctx)
     req = dec.request
@@ -605,7 +650,7 @@ def run_row(row: dict[str, Any], arm: str, ctx: RunContext, score_first_tokens: 
     doctrine_tokens = count(dec.doctrine_text)
     if dec.notes["nudge_present"]:
         doctrine_tokens += count(dec.context[-1].get("content") or "")
-    scores = score_decision_reply(row, dec, comp, ctx.doctrine)
+    scores = score_decision_reply(row, dec, comp, ctx.doctrine, train)
     kernel_messages = scores.pop("kernel_messages", [])
     rec = call_record("decision", req, comp)
     rec["kernel_errors"] = kernel_messages
