@@ -21,12 +21,15 @@ class PipelineConfig(BaseConfig):
     run_name: str = Field("demo", description="folder name under runs_dir")
     runs_dir: str = Field("runs", description="root of all run folders")
     # Model and doctrine
-    model: str = Field("embedded:smollm2-135m-instruct", description="model spec")
+    model: str = Field("embedded:smollm2-135m-instruct", description="model spec of every stage (plumbing/models.py)")
     doctrine_version: str = Field("v1", description="doctrine version folder")
     # Stages, in order; each is skipped when its manifest exists.
-    stages: list[Stage] = Field(default_factory=lambda: ["doctrine"])
+    stages: list[Stage] = Field(default_factory=lambda: ["doctrine"],
+                                description="stages run, in pipeline order (doctrine, data, train, adapter, "
+                                            "eval, report)")
     # Stage recipes (paths relative to the project root)
-    data_recipe: str | None = None
-    train_recipe: str | None = None
-    accelerate_config: str | None = None
-    eval_recipe: str | None = None
+    data_recipe: str | None = Field(None, description="configs/data recipe of the data stage")
+    train_recipe: str | None = Field(None, description="configs/train recipe of the train stage")
+    accelerate_config: str | None = Field(None, description="configs/accelerate topology the train stage "
+                                          "launches under (None: one process, no accelerate launch)")
+    eval_recipe: str | None = Field(None, description="configs/eval recipe of the eval stage")

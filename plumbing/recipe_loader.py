@@ -73,6 +73,11 @@ class BaseConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, protected_namespaces=(),
                               allow_inf_nan=False)
 
+    def explain_blocks(self) -> dict[str, type[BaseModel]]:
+        """The typed models that check this recipe's free-form ``dict`` fields, by field name
+        (``--explain`` lists the keys each accepts); none unless a recipe says so."""
+        return {}
+
     @field_validator("*", mode="after")
     @classmethod
     def _finite_numbers(cls, value: Any) -> Any:
@@ -362,10 +367,11 @@ def load_config(
 
 
 def load_for_cli(path: str | Path, schema: type[C], overrides: list[str] | None,
-                 print_config: bool = False) -> C | int:
-    """What every ``RECIPE.yaml [KEY=VALUE ...] [--print-config]`` command does first:
-    the resolved config, or an exit code (2 after printing the error, 0 after printing
-    the config for ``--print-config``)."""
+                 print_config: bool = False, explain: bool = False) -> C | int:
+    """What every ``RECIPE.yaml [KEY=VALUE ...] [--print-config] [--explain]`` command does
+    first: the resolved config, or an exit code (2 after printing the error, 0 after printing
+    the config for ``--print-config``, or the config with each key's meaning and default for
+    ``--explain``)."""
     import sys
 
     try:
@@ -373,6 +379,11 @@ def load_for_cli(path: str | Path, schema: type[C], overrides: list[str] | None,
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if explain:
+        from plumbing.recipe_explain import explain_config
+
+        print(explain_config(cfg), end="")
+        return 0
     if print_config:
         print(config_to_yaml(cfg), end="")
         return 0
