@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -131,7 +131,7 @@ class OpenAISettings(StrictSettings):
         None, description="served name of the adapter (a LoRA module), for the distilled arm")
     api_key_env: str | None = Field(None, description="the environment variable that holds the key")
     timeout_s: float = Field(120.0, gt=0, description="deadline of one request (seconds)")
-    temperature: float = Field(0.0, ge=0, description="sampling temperature (0: greedy)")
+    temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature (0: greedy; the API takes 0 to 2)")
     tool_choice: str | None = Field(
         None, description="sent only when set (auto needs server-side tool parsing)")
 
@@ -332,7 +332,8 @@ class EvalRecipe(BaseConfig):
         description="context policies compared (POLICY_ARMS and oracle run only where named)")
     workloads: list[WorkloadSpec] = Field(default_factory=list, description="what the arms are run on")
     windows: list[int] = Field(default_factory=lambda: [8192], description="context windows (tokens)")
-    seeds: list[int] = Field(default_factory=lambda: [0], description="seeds of each case")
+    seeds: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [0], min_length=1,
+                                                     description="seeds of each case")
     concurrency: int = Field(1, ge=1, description="jobs run at once (hf: batched by the micro-batcher)")
     max_tokens: int = Field(256, ge=1, description="most tokens of one model reply")
     horizon: int = Field(2, ge=0, description="hindsight horizon (steps) of the oracle policy")

@@ -24,7 +24,7 @@ class PipelineConfig(BaseConfig):
     model: str = Field("embedded:smollm2-135m-instruct", description="model spec of every stage (plumbing/models.py)")
     doctrine_version: str = Field("v1", description="doctrine version folder")
     # Stages, in order; each is skipped when its manifest exists.
-    stages: list[Stage] = Field(default_factory=lambda: ["doctrine"],
+    stages: list[Stage] = Field(default_factory=lambda: ["doctrine"], min_length=1,
                                 description="stages run, in pipeline order (doctrine, data, train, adapter, "
                                             "eval, report)")
     # Stage recipes (paths relative to the project root)

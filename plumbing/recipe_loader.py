@@ -316,7 +316,8 @@ def describe_errors(exc: ValidationError, schema: type[BaseModel], prefix: str =
         else:
             got = err.get("input")
             got_s = f" (got {_echo(got)})" if not isinstance(got, dict) else ""
-            lines.append(f"{loc}: {err['msg']}{got_s}")
+            msg = err["msg"].removeprefix("Value error, ")  # pydantic's prefix to a validator's reason
+            lines.append(f"{loc}: {msg}{got_s}")
     return lines
 
 

@@ -19,11 +19,11 @@ class AccelerateConfig(BaseConfig):
         "LOCAL_MACHINE", description="where the processes run (this project: the local machine)")
     distributed_type: Literal["NO", "MULTI_CPU", "MULTI_GPU", "FSDP", "DEEPSPEED"] = Field(
         description="how processes share the work: NO (one), MULTI_CPU / MULTI_GPU (DDP), FSDP, DEEPSPEED")
-    num_processes: int = Field(1, description="processes started in all (one per GPU, or CPU workers)")
-    num_machines: int = Field(1, description="machines taking part")
-    machine_rank: int = Field(0, description="this machine's index among num_machines")
+    num_processes: int = Field(1, ge=1, description="processes started in all (one per GPU, or CPU workers)")
+    num_machines: int = Field(1, ge=1, description="machines taking part")
+    machine_rank: int = Field(0, ge=0, description="this machine's index among num_machines")
     main_process_ip: str | None = Field(None, description="address of machine 0 (several machines only)")
-    main_process_port: int | None = Field(None, description="port of the rendezvous on machine 0")
+    main_process_port: int | None = Field(None, ge=1, le=65535, description="port of the rendezvous on machine 0")
     gpu_ids: str | None = Field(None, description="GPUs used, e.g. 'all' or '0,1'")
     mixed_precision: Literal["no", "fp16", "bf16"] = Field(
         "no", description="autocast precision accelerate sets up (the recipe's trainer.bf16 decides for TRL)")

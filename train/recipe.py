@@ -21,8 +21,9 @@ class ModelSection(BaseConfig):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "float32", description="dtype the base weights are loaded in")
     chat_template: str = Field("auto", description="auto | native | project | path to .jinja")
-    trust_remote_code: bool = Field(False, description="run a model repository's own Python code (never: must "
-                                    "stay false)")
+    trust_remote_code: Literal[False] = Field(
+        False, description="run a model repository's own Python code: never (the project loads weights "
+                           "and code it can read), so only false is accepted")
     attn_implementation: str | None = Field(None, description="transformers attention kernel (sdpa, eager, "
                                             "flash_attention_2); None: transformers' default")
     gradient_checkpointing: bool = Field(False, description="recompute activations in backward (less memory, "
@@ -41,9 +42,9 @@ class ModelSection(BaseConfig):
 
 
 class LoraSection(BaseConfig):
-    r: int = Field(16, description="LoRA rank (vLLM serves ranks 1, 8, 16, 32, 64, 128, 256, 320, 512)")
-    alpha: int = Field(32, description="LoRA scaling numerator: the update is scaled by alpha / r")
-    dropout: float = Field(0.05, description="dropout on the LoRA input during training")
+    r: int = Field(16, ge=1, description="LoRA rank (vLLM serves ranks 1, 8, 16, 32, 64, 128, 256, 320, 512)")
+    alpha: int = Field(32, ge=1, description="LoRA scaling numerator: the update is scaled by alpha / r")
+    dropout: float = Field(0.05, ge=0, lt=1, description="dropout on the LoRA input during training")
     target_modules: list[str] | Literal["all-linear"] = Field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
         description="names of the linear modules that get adapters, or all-linear")
@@ -54,11 +55,12 @@ class LoraSection(BaseConfig):
     modules_to_save: list[str] = Field(default_factory=list, description="must stay empty for vLLM")
     qlora: bool = Field(False, description="4-bit NF4 base (bitsandbytes, CUDA only)")
 
-    @field_validator("r")
+    @field_validator("target_modules")
     @classmethod
-    def _positive(cls, v: int) -> int:
-        if v < 1:
-            raise ValueError("LoRA rank must be >= 1")
+    def _some_modules(cls, v: list[str] | str) -> list[str] | str:
+        if isinstance(v, list) and (not v or not all(name.strip() for name in v)):
+            raise ValueError("name at least one module (e.g. [q_proj, v_proj]) or all-linear; an adapter "
+                             "on no module trains nothing")
         return v
 
     @field_validator("layers")
@@ -73,7 +75,7 @@ class LoraSection(BaseConfig):
 
 class DataSection(BaseConfig):
     dir: str = Field("runs/demo/data", description="a data_gen output folder (with manifest.json)")
-    train_split: str = Field("train", description="split folder of data.dir trained on")
+    train_split: str = Field("train", min_length=1, description="split folder of data.dir trained on")
     eval_split: str | None = Field("validation", description="split folder evaluated every trainer.eval_steps "
                                    "(None: none)")
     prompt_mode: Literal["distilled", "doctrine"] = Field(
@@ -105,7 +107,8 @@ class TrainerSection(BaseConfig):
     eval_steps: int | None = Field(None, ge=1, description="steps between evaluations; None: none during training")
     save_steps: int = Field(100, ge=1, description="steps between two checkpoints (what --resume restarts from)")
     save_total_limit: int | None = Field(3, ge=1, description="checkpoints kept, newest first (None: all)")
-    seed: int = Field(0, description="seed of the data order, dropout and adapter initialisation")
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of the data order, dropout and adapter "
+                      "initialisation (numpy takes 0 to 2**32 - 1)")
     report_to: list[str] = Field(default_factory=lambda: ["none"],
                                  description="transformers loggers (none, tensorboard, wandb...)")
     bf16: bool | Literal["auto"] = Field(
@@ -142,8 +145,9 @@ class TrainerSection(BaseConfig):
 
 
 class ExportSection(BaseConfig):
-    max_lora_rank: int = Field(16, description="the --max-lora-rank the serving vLLM runs with")
-    adapter_name: str = Field("doctrine-distilled", description="LoRA module name in the serve command")
+    max_lora_rank: int = Field(16, ge=1, description="the --max-lora-rank the serving vLLM runs with")
+    adapter_name: str = Field("doctrine-distilled", min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                              description="LoRA module name in the serve command (letters, digits, . _ -)")
 
 
 class TrainRecipe(BaseConfig):
