@@ -12,7 +12,6 @@ This module imports nothing heavy: ``--help`` and ``--print-config`` stay fast.
 from __future__ import annotations
 
 import difflib
-import importlib
 import math
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,14 +22,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 __all__ = [
     "BaseConfig",
     "ConfigError",
-    "SCHEMAS",
     "apply_overrides",
     "config_to_yaml",
     "describe_errors",
     "load_for_cli",
     "load_config",
     "parse_overrides",
-    "schema_for_path",
 ]
 
 C = TypeVar("C", bound="BaseConfig")
@@ -89,35 +86,6 @@ class BaseConfig(BaseModel):
 
 class ConfigError(ValueError):
     """A recipe or override that cannot be used. The message names the file and the key."""
-
-
-# Which schema validates the files of each folder under configs/. Values are import paths
-# so that this table can name schemas of packages that import torch without importing it.
-SCHEMAS: dict[str, str] = {
-    "pipeline": "pipeline.recipe:PipelineConfig",
-    "train": "train.recipe:TrainRecipe",
-    "data": "data_gen.recipe:DataRecipe",
-    "accelerate": "train.accelerate_schema:AccelerateConfig",
-    "eval": "eval.recipe:EvalRecipe",
-}
-
-
-def _import(path: str) -> type[BaseConfig]:
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def schema_for_path(path: str | Path) -> type[BaseConfig]:
-    """Return the schema for a file under ``configs/<folder>/`` (by its folder name)."""
-    parts = Path(path).resolve().parts
-    if "configs" in parts:
-        idx = len(parts) - 1 - parts[::-1].index("configs")
-        if idx + 1 < len(parts) - 1 and parts[idx + 1] in SCHEMAS:
-            return _import(SCHEMAS[parts[idx + 1]])
-    raise ConfigError(
-        f"{path}: no schema for this location; recipes live under configs/<kind>/ "
-        f"with kind one of {sorted(SCHEMAS)}"
-    )
 
 
 # Recipes are a few hundred values; a YAML alias re-uses a whole anchored value, so a chain of
@@ -329,15 +297,13 @@ def _format_validation_error(exc: ValidationError, source: str, schema: type[Bas
 
 def load_config(
     path: str | Path | None,
-    schema: type[C] | None = None,
+    schema: type[C],
     overrides: list[str] | dict[str, Any] | None = None,
 ) -> C:
-    """Load a YAML recipe into ``schema`` (inferred from the configs/ folder if omitted)."""
+    """Load a YAML recipe into ``schema`` (``path`` None: the schema's defaults and the
+    overrides). Which schema reads which ``configs/<kind>/`` folder is the pipeline's table
+    (``pipeline.recipe.SCHEMAS``): this module knows no package above it."""
     source = str(path) if path is not None else "<defaults>"
-    if schema is None:
-        if path is None:
-            raise ConfigError("load_config needs a path or a schema")
-        schema = schema_for_path(path)  # type: ignore[assignment]
     data: Any = {}
     if path is not None:
         p = Path(path)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.dtw import main as dtw
-from plumbing.recipe_loader import load_config
+from pipeline.recipe import load_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "configs").rglob("*.yaml")
@@ -34,7 +34,7 @@ def as_dtw(argv: list[str], recipe: str) -> list[str]:
     assert argv[:2] == ["accelerate", "launch"], f"{recipe}: header is not `dtw ...`: {shlex.join(argv)}"
     config = argv[argv.index("--config_file") + 1]
     assert config.startswith("configs/accelerate/"), config
-    load_config(ROOT / config)
+    load_recipe(ROOT / config)
     module = argv.index("-m")
     assert argv[module + 1] == "train", f"{recipe}: accelerate launches `-m train` only"
     return ["train", *argv[module + 2:]]

@@ -10,7 +10,7 @@ import yaml
 from pydantic import BaseModel
 
 from pipeline.dtw import main as dtw
-from plumbing.recipe_loader import SCHEMAS, _import
+from pipeline.recipe import SCHEMAS, import_schema
 
 
 def _models_in(annotation: typing.Any) -> typing.Iterator[type[BaseModel]]:
@@ -36,8 +36,8 @@ def recipe_models() -> dict[type[BaseModel], str]:
             for sub in _models_in(field.annotation):
                 walk(sub, f"{where}.{name}")
 
-    for kind, target in SCHEMAS.items():
-        walk(_import(target), kind)
+    for kind in SCHEMAS:
+        walk(import_schema(kind), kind)
     walk(ArmSettings, "eval.arm_settings")
     for name, model in BACKEND_SETTINGS.items():
         walk(model, f"eval.backend.settings[{name}]")
@@ -84,7 +84,7 @@ def test_eval_explain_prints_meanings_and_defaults(capsys, project_root):
     ("eval", "configs/eval/smoke.yaml"),
 ])
 def test_every_recipe_stage_explains_with_overrides(capsys, project_root, stage, recipe):
-    schema = _import(SCHEMAS[recipe.split("/")[1]])
+    schema = import_schema(recipe.split("/")[1])
     key = {"run": "run_name=other", "data": "shard_rows=7", "train": "trainer.seed=7",
            "eval": "max_tokens=7"}[stage]
     code, out, err = _run(capsys, stage, str(project_root / recipe), key, "--explain")

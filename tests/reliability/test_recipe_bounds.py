@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.dtw import main as dtw
-from plumbing.recipe_loader import ConfigError, load_config
+from pipeline.recipe import load_recipe
+from plumbing.recipe_loader import ConfigError
 
 TRAIN, DATA, EVAL = "configs/train/demo.yaml", "configs/data/demo.yaml", "configs/eval/demo.yaml"
 
@@ -55,7 +56,7 @@ def test_out_of_range_value_fails_at_load_naming_file_key_and_reason(project_roo
                                                                      reason):
     path = project_root / recipe
     with pytest.raises(ConfigError) as err:
-        load_config(path, overrides=[override])
+        load_recipe(path, overrides=[override])
     text = str(err.value)
     assert str(path) in text.splitlines()[0]
     line = next((ln for ln in text.splitlines()[1:] if ln.strip().startswith(f"{key}:")), None)
@@ -79,7 +80,7 @@ def test_the_stage_command_refuses_before_running(capsys, project_root, monkeypa
 
 def test_values_at_the_bounds_still_load(project_root):
     """The bounds refuse what cannot work, not what is unusual: each edge value loads."""
-    load_config(project_root / TRAIN, overrides=["lora.dropout=0", "lora.alpha=1", "lora.target_modules=all-linear"])
-    load_config(project_root / DATA, overrides=["replay.windows=[256]", "replay.horizon=0", "dedupe.near_threshold=1",
+    load_recipe(project_root / TRAIN, overrides=["lora.dropout=0", "lora.alpha=1", "lora.target_modules=all-linear"])
+    load_recipe(project_root / DATA, overrides=["replay.windows=[256]", "replay.horizon=0", "dedupe.near_threshold=1",
                                                 "sources.synthetic.steps=3", "sources.synthetic.tool_output_lines=[1,1]",
                                                 "mixture.source={synthetic: 0}"])
