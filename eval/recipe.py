@@ -1,6 +1,6 @@
 """``EvalRecipe``: the typed YAML schema of ``configs/eval/*.yaml``.
 
-    python -m eval run configs/eval/smoke.yaml --out runs/smoke/eval [key=value ...]
+    dtw eval configs/eval/smoke.yaml --out runs/smoke/eval [key=value ...] [--explain]
 
 A run is every (arm x workload case x window x seed) the recipe names. Every free-form
 block is checked by a typed model when the recipe loads, before any case runs: each

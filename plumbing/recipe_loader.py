@@ -3,7 +3,7 @@
 Every run setting lives in a YAML file under ``configs/`` whose keys are the fields of a
 pydantic model (``extra="forbid"``, so a misspelt key fails loudly). Precedence is
 defaults < YAML < command-line overrides. Overrides are dotted ``key=value`` pairs given
-after the recipe path, e.g. ``python -m train configs/train/demo.yaml trainer.lr=1e-4``;
+after the recipe path, e.g. ``dtw train configs/train/demo.yaml trainer.learning_rate=1e-4``;
 the value is parsed as a YAML scalar, so ``true``, ``3``, ``1e-4`` and ``[a, b]`` work.
 
 This module imports nothing heavy: ``--help`` and ``--print-config`` stay fast.
