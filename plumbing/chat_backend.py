@@ -43,12 +43,6 @@ class Completion:
     latency_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_record(self) -> dict[str, Any]:
-        return {"raw_text": self.raw_text, "tool_calls": self.tool_calls,
-                "parse_errors": self.parse_errors, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "latency_s": round(self.latency_s, 4),
-                **({"extra": self.extra} if self.extra else {})}
-
 
 def reply_from_text(text: str, *, prompt_tokens: int, completion_tokens: int, latency_s: float,
                     id_prefix: str = "call", extra: dict[str, Any] | None = None) -> Completion:

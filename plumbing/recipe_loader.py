@@ -3,7 +3,7 @@
 Every run setting lives in a YAML file under ``configs/`` whose keys are the fields of a
 pydantic model (``extra="forbid"``, so a misspelt key fails loudly). Precedence is
 defaults < YAML < command-line overrides. Overrides are dotted ``key=value`` pairs given
-after the recipe path, e.g. ``python -m train configs/train/demo.yaml trainer.lr=1e-4``;
+after the recipe path, e.g. ``dtw train configs/train/demo.yaml trainer.learning_rate=1e-4``;
 the value is parsed as a YAML scalar, so ``true``, ``3``, ``1e-4`` and ``[a, b]`` work.
 
 This module imports nothing heavy: ``--help`` and ``--print-config`` stay fast.
@@ -12,7 +12,6 @@ This module imports nothing heavy: ``--help`` and ``--print-config`` stay fast.
 from __future__ import annotations
 
 import difflib
-import importlib
 import math
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,14 +22,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 __all__ = [
     "BaseConfig",
     "ConfigError",
-    "SCHEMAS",
     "apply_overrides",
     "config_to_yaml",
     "describe_errors",
     "load_for_cli",
     "load_config",
     "parse_overrides",
-    "schema_for_path",
 ]
 
 C = TypeVar("C", bound="BaseConfig")
@@ -73,6 +70,11 @@ class BaseConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, protected_namespaces=(),
                               allow_inf_nan=False)
 
+    def explain_blocks(self) -> dict[str, type[BaseModel]]:
+        """The typed models that check this recipe's free-form ``dict`` fields, by field name
+        (``--explain`` lists the keys each accepts); none unless a recipe says so."""
+        return {}
+
     @field_validator("*", mode="after")
     @classmethod
     def _finite_numbers(cls, value: Any) -> Any:
@@ -84,35 +86,6 @@ class BaseConfig(BaseModel):
 
 class ConfigError(ValueError):
     """A recipe or override that cannot be used. The message names the file and the key."""
-
-
-# Which schema validates the files of each folder under configs/. Values are import paths
-# so that this table can name schemas of packages that import torch without importing it.
-SCHEMAS: dict[str, str] = {
-    "pipeline": "pipeline.recipe:PipelineConfig",
-    "train": "train.recipe:TrainRecipe",
-    "data": "data_gen.recipe:DataRecipe",
-    "accelerate": "train.accelerate_schema:AccelerateConfig",
-    "eval": "eval.recipe:EvalRecipe",
-}
-
-
-def _import(path: str) -> type[BaseConfig]:
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def schema_for_path(path: str | Path) -> type[BaseConfig]:
-    """Return the schema for a file under ``configs/<folder>/`` (by its folder name)."""
-    parts = Path(path).resolve().parts
-    if "configs" in parts:
-        idx = len(parts) - 1 - parts[::-1].index("configs")
-        if idx + 1 < len(parts) - 1 and parts[idx + 1] in SCHEMAS:
-            return _import(SCHEMAS[parts[idx + 1]])
-    raise ConfigError(
-        f"{path}: no schema for this location; recipes live under configs/<kind>/ "
-        f"with kind one of {sorted(SCHEMAS)}"
-    )
 
 
 # Recipes are a few hundred values; a YAML alias re-uses a whole anchored value, so a chain of
@@ -311,7 +284,8 @@ def describe_errors(exc: ValidationError, schema: type[BaseModel], prefix: str =
         else:
             got = err.get("input")
             got_s = f" (got {_echo(got)})" if not isinstance(got, dict) else ""
-            lines.append(f"{loc}: {err['msg']}{got_s}")
+            msg = err["msg"].removeprefix("Value error, ")  # pydantic's prefix to a validator's reason
+            lines.append(f"{loc}: {msg}{got_s}")
     return lines
 
 
@@ -323,15 +297,13 @@ def _format_validation_error(exc: ValidationError, source: str, schema: type[Bas
 
 def load_config(
     path: str | Path | None,
-    schema: type[C] | None = None,
+    schema: type[C],
     overrides: list[str] | dict[str, Any] | None = None,
 ) -> C:
-    """Load a YAML recipe into ``schema`` (inferred from the configs/ folder if omitted)."""
+    """Load a YAML recipe into ``schema`` (``path`` None: the schema's defaults and the
+    overrides). Which schema reads which ``configs/<kind>/`` folder is the pipeline's table
+    (``pipeline.recipe.SCHEMAS``): this module knows no package above it."""
     source = str(path) if path is not None else "<defaults>"
-    if schema is None:
-        if path is None:
-            raise ConfigError("load_config needs a path or a schema")
-        schema = schema_for_path(path)  # type: ignore[assignment]
     data: Any = {}
     if path is not None:
         p = Path(path)
@@ -362,10 +334,11 @@ def load_config(
 
 
 def load_for_cli(path: str | Path, schema: type[C], overrides: list[str] | None,
-                 print_config: bool = False) -> C | int:
-    """What every ``RECIPE.yaml [KEY=VALUE ...] [--print-config]`` command does first:
-    the resolved config, or an exit code (2 after printing the error, 0 after printing
-    the config for ``--print-config``)."""
+                 print_config: bool = False, explain: bool = False) -> C | int:
+    """What every ``RECIPE.yaml [KEY=VALUE ...] [--print-config] [--explain]`` command does
+    first: the resolved config, or an exit code (2 after printing the error, 0 after printing
+    the config for ``--print-config``, or the config with each key's meaning and default for
+    ``--explain``)."""
     import sys
 
     try:
@@ -373,6 +346,11 @@ def load_for_cli(path: str | Path, schema: type[C], overrides: list[str] | None,
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if explain:
+        from plumbing.recipe_explain import explain_config
+
+        print(explain_config(cfg), end="")
+        return 0
     if print_config:
         print(config_to_yaml(cfg), end="")
         return 0

@@ -7,7 +7,7 @@ being run has its module imported; the others are listed by their help line, so 
 imports no package and stays fast. A table may name a default command, run when the first
 argument is not a command name (``python -m train RECIPE`` is ``python -m train run RECIPE``).
 
-Commands that read a recipe (``RECIPE.yaml [KEY=VALUE ...] [--print-config]``) are built
+Commands that read a recipe (``RECIPE.yaml [KEY=VALUE ...] [--print-config] [--explain]``) are built
 with :func:`recipe_command`, which loads and validates the recipe before the command runs.
 """
 
@@ -102,18 +102,22 @@ def _parse_and_run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 def recipe_command(p: argparse.ArgumentParser, schema: str, handler: Callable[[argparse.Namespace, Any], int],
                    *, recipe_help: str = "a recipe YAML under configs/",
                    overrides_help: str = "dotted KEY=VALUE overrides of the recipe") -> argparse.ArgumentParser:
-    """Make ``p`` a recipe command: ``RECIPE.yaml [KEY=VALUE ...] [--print-config]``. When it runs,
-    the recipe is loaded into ``schema`` (``"module:Class"``, imported then) with the overrides;
-    a bad recipe is a one-line error (exit 2), ``--print-config`` prints it (exit 0), else
+    """Make ``p`` a recipe command: ``RECIPE.yaml [KEY=VALUE ...] [--print-config] [--explain]``.
+    When it runs, the recipe is loaded into ``schema`` (``"module:Class"``, imported then) with
+    the overrides; a bad recipe is a one-line error (exit 2), ``--print-config`` prints it and
+    ``--explain`` prints it with each key's meaning and default (exit 0), else
     ``handler(args, recipe)`` runs. Returns ``p`` for the command's own options."""
     p.add_argument("recipe", help=recipe_help)
     p.add_argument("overrides", nargs="*", help=overrides_help)
     p.add_argument("--print-config", action="store_true", help="print the resolved recipe and exit")
+    p.add_argument("--explain", action="store_true",
+                   help="print the resolved recipe with each key's meaning and default, and exit")
 
     def func(args: argparse.Namespace) -> int:
         from plumbing.recipe_loader import load_for_cli
 
-        recipe = load_for_cli(args.recipe, import_target(schema), args.overrides, args.print_config)
+        recipe = load_for_cli(args.recipe, import_target(schema), args.overrides, args.print_config,
+                              args.explain)
         return recipe if isinstance(recipe, int) else handler(args, recipe)
 
     p.set_defaults(func=func)

@@ -18,11 +18,16 @@ VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 class ModelSection(BaseConfig):
     spec: str = Field("embedded:smollm2-135m-instruct", description="model spec (see plumbing/models.py)")
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "float32"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "float32", description="dtype the base weights are loaded in")
     chat_template: str = Field("auto", description="auto | native | project | path to .jinja")
-    trust_remote_code: bool = False
-    attn_implementation: str | None = None
-    gradient_checkpointing: bool = False
+    trust_remote_code: Literal[False] = Field(
+        False, description="run a model repository's own Python code: never (the project loads weights "
+                           "and code it can read), so only false is accepted")
+    attn_implementation: str | None = Field(None, description="transformers attention kernel (sdpa, eager, "
+                                            "flash_attention_2); None: transformers' default")
+    gradient_checkpointing: bool = Field(False, description="recompute activations in backward (less memory, "
+                                         "about a third more compute)")
 
     @field_validator("spec")
     @classmethod
@@ -37,12 +42,12 @@ class ModelSection(BaseConfig):
 
 
 class LoraSection(BaseConfig):
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
+    r: int = Field(16, ge=1, description="LoRA rank (vLLM serves ranks 1, 8, 16, 32, 64, 128, 256, 320, 512)")
+    alpha: int = Field(32, ge=1, description="LoRA scaling numerator: the update is scaled by alpha / r")
+    dropout: float = Field(0.05, ge=0, lt=1, description="dropout on the LoRA input during training")
     target_modules: list[str] | Literal["all-linear"] = Field(
-        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-    )
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        description="names of the linear modules that get adapters, or all-linear")
     layers: list[int] | None = Field(
         None, description="decoder layers (0-based) that get adapters; None = every layer. Upper layers "
         "only is a speed switch: backward stops at the lowest adapted layer")
@@ -50,11 +55,12 @@ class LoraSection(BaseConfig):
     modules_to_save: list[str] = Field(default_factory=list, description="must stay empty for vLLM")
     qlora: bool = Field(False, description="4-bit NF4 base (bitsandbytes, CUDA only)")
 
-    @field_validator("r")
+    @field_validator("target_modules")
     @classmethod
-    def _positive(cls, v: int) -> int:
-        if v < 1:
-            raise ValueError("LoRA rank must be >= 1")
+    def _some_modules(cls, v: list[str] | str) -> list[str] | str:
+        if isinstance(v, list) and (not v or not all(name.strip() for name in v)):
+            raise ValueError("name at least one module (e.g. [q_proj, v_proj]) or all-linear; an adapter "
+                             "on no module trains nothing")
         return v
 
     @field_validator("layers")
@@ -69,44 +75,47 @@ class LoraSection(BaseConfig):
 
 class DataSection(BaseConfig):
     dir: str = Field("runs/demo/data", description="a data_gen output folder (with manifest.json)")
-    train_split: str = "train"
-    eval_split: str | None = "validation"
+    train_split: str = Field("train", min_length=1, description="split folder of data.dir trained on")
+    eval_split: str | None = Field("validation", description="split folder evaluated every trainer.eval_steps "
+                                   "(None: none)")
     prompt_mode: Literal["distilled", "doctrine"] = Field(
         "distilled", description="the mode the model will be served in; rows of another mode are an error")
     max_length: int = Field(4096, ge=1, description="longer samples are dropped and counted, never truncated")
-    packing: bool = False
+    packing: bool = Field(False, description="TRL packing: samples concatenated into max_length sequences")
     padding_free: bool = Field(False, description="a batch is one row of its samples back to back "
                                "(position_ids restart per sample), no padding")
     shared_prefix: bool = Field(
         False, description="decision points of one session train in one sequence along their shared "
         "token prefix (each target sees only its own context; same summed loss), up to max_length "
         "merged tokens a sequence; see train/shared_prefix.py")
-    max_train_samples: int | None = Field(None, ge=1)
-    max_eval_samples: int | None = Field(None, ge=1)
+    max_train_samples: int | None = Field(None, ge=1, description="train on the first N rows (None: all)")
+    max_eval_samples: int | None = Field(None, ge=1, description="evaluate on the first N rows (None: all)")
 
 
 class TrainerSection(BaseConfig):
-    learning_rate: float = Field(2e-4, gt=0)
-    lr_scheduler_type: str = "cosine"
-    warmup_ratio: float = Field(0.0, ge=0, le=1)
-    weight_decay: float = Field(0.0, ge=0)
-    max_grad_norm: float = Field(1.0, gt=0)
-    per_device_train_batch_size: int = Field(1, ge=1)
-    per_device_eval_batch_size: int = Field(1, ge=1)
-    gradient_accumulation_steps: int = Field(1, ge=1)
-    max_steps: int = Field(-1, ge=-1, description="-1: run num_train_epochs")
-    num_train_epochs: float = Field(1.0, gt=0)
-    logging_steps: int = Field(10, ge=1)
-    eval_steps: int | None = Field(None, ge=1, description="None: no evaluation during training")
-    save_steps: int = Field(100, ge=1)
-    save_total_limit: int | None = Field(3, ge=1)
-    seed: int = 0
-    report_to: list[str] = Field(default_factory=lambda: ["none"])
+    learning_rate: float = Field(2e-4, gt=0, description="peak learning rate of AdamW")
+    lr_scheduler_type: str = Field("cosine", description="transformers scheduler name (cosine, linear, constant...)")
+    warmup_ratio: float = Field(0.0, ge=0, le=1, description="share of the steps the learning rate warms up over")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
+    max_grad_norm: float = Field(1.0, gt=0, description="gradients are clipped to this global norm")
+    per_device_train_batch_size: int = Field(1, ge=1, description="train samples per device per micro-step")
+    per_device_eval_batch_size: int = Field(1, ge=1, description="eval samples per device per batch")
+    gradient_accumulation_steps: int = Field(1, ge=1, description="micro-steps summed into one optimizer step")
+    max_steps: int = Field(-1, ge=-1, description="optimizer steps; -1: run num_train_epochs")
+    num_train_epochs: float = Field(1.0, gt=0, description="passes over the train split when max_steps is -1")
+    logging_steps: int = Field(10, ge=1, description="steps between two log lines of the metrics file")
+    eval_steps: int | None = Field(None, ge=1, description="steps between evaluations; None: none during training")
+    save_steps: int = Field(100, ge=1, description="steps between two checkpoints (what --resume restarts from)")
+    save_total_limit: int | None = Field(3, ge=1, description="checkpoints kept, newest first (None: all)")
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of the data order, dropout and adapter "
+                      "initialisation (numpy takes 0 to 2**32 - 1)")
+    report_to: list[str] = Field(default_factory=lambda: ["none"],
+                                 description="transformers loggers (none, tensorboard, wandb...)")
     bf16: bool | Literal["auto"] = Field(
         False, description="bf16 autocast; auto: on where the hardware runs bf16 matmuls natively "
         "(CUDA with bf16, CPUs with AVX512-BF16/AMX), off elsewhere, where emulated bf16 is slower "
         "than float32 (train/sft.py resolve_bf16)")
-    dataloader_num_workers: int = Field(0, ge=0)
+    dataloader_num_workers: int = Field(0, ge=0, description="data loader worker processes (0: in the main one)")
     target_only_logits: bool = Field(
         False, description="project hidden states to logits only at target positions (same loss, "
         "no LM-head work on the context); see train/trainer.py")
@@ -136,21 +145,23 @@ class TrainerSection(BaseConfig):
 
 
 class ExportSection(BaseConfig):
-    max_lora_rank: int = Field(16, description="the --max-lora-rank the serving vLLM runs with")
-    adapter_name: str = Field("doctrine-distilled", description="LoRA module name in the serve command")
+    max_lora_rank: int = Field(16, ge=1, description="the --max-lora-rank the serving vLLM runs with")
+    adapter_name: str = Field("doctrine-distilled", min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                              description="LoRA module name in the serve command (letters, digits, . _ -)")
 
 
 class TrainRecipe(BaseConfig):
     # Model
-    model: ModelSection = Field(default_factory=ModelSection)
+    model: ModelSection = Field(default_factory=ModelSection, description="the base model and how it loads")
     # LoRA
-    lora: LoraSection = Field(default_factory=LoraSection)
+    lora: LoraSection = Field(default_factory=LoraSection, description="the adapter's shape")
     # Data
-    data: DataSection = Field(default_factory=DataSection)
+    data: DataSection = Field(default_factory=DataSection, description="the curriculum read and how rows batch")
     # Trainer
-    trainer: TrainerSection = Field(default_factory=TrainerSection)
+    trainer: TrainerSection = Field(default_factory=TrainerSection, description="optimizer, schedule, steps, "
+                                    "checkpoints and loss terms")
     # Export
-    export: ExportSection = Field(default_factory=ExportSection)
+    export: ExportSection = Field(default_factory=ExportSection, description="what dtw export writes for serving")
 
     @model_validator(mode="after")
     def _shared_prefix(self) -> TrainRecipe:

@@ -11,7 +11,6 @@ and the stage manifest last. The recipe is the same for every topology.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -349,6 +348,3 @@ def resolve_bf16(value: bool | str) -> bool:
         return bf16_support() != "none"
     return bool(value)
 
-
-def read_metrics(stage: Path) -> dict:
-    return json.loads((Path(stage) / "metrics.json").read_text())

@@ -13,7 +13,7 @@ from doctrine.kernel.config import KernelConfig
 from doctrine.kernel.messages import Message
 from doctrine.kernel.protection import protected_ids_with_pairing
 from doctrine.kernel.prune import is_summary_message
-from doctrine.kernel.refs import format_ref, ref_index
+from doctrine.kernel.refs import ref_index
 from doctrine.kernel.state import BLOCKED, CompressionState
 from plumbing.tokens import CountTokens, default_count_tokens, js_len, js_round
 
@@ -196,6 +196,3 @@ def viable_ranges(ranges: list[Range]) -> list[Range]:
     """Ranges worth showing the model (tokens >= 200, ``src/viable.ts``)."""
     return [r for r in ranges if r.tokens >= VIABLE_RANGE_MIN_TOKENS]
 
-
-def ref_span(start: int, end: int) -> str:
-    return f"{format_ref(start)}–{format_ref(end)}"

@@ -106,27 +106,3 @@ def message_strings(text: str, is_call: bool) -> list[str]:
     except (ValueError, TypeError):
         pass
     return parts
-
-
-@dataclass
-class RefMap:
-    """Kernel refs <-> raw ids <-> session indices, read from a kernel state."""
-
-    by_ref: dict[str, str]
-    by_raw: dict[str, str]
-
-    @classmethod
-    def from_state(cls, state: Any) -> RefMap:
-        return cls(dict(state.by_ref), dict(state.by_raw))
-
-    def session_index(self, ref: str) -> int | None:
-        return session_index_of(self.by_ref.get(ref))
-
-    def refs_of(self, session_index: int) -> list[str]:
-        """Every ref whose raw id comes from session message ``session_index``, in order."""
-        out = [r for raw, r in self.by_raw.items() if session_index_of(raw) == session_index and r.startswith("m")]
-        return sorted(out)
-
-    def ref_of_raw(self, raw_id: str) -> str | None:
-        r = self.by_raw.get(raw_id)
-        return r if r and r.startswith("m") else None

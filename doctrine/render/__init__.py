@@ -6,5 +6,6 @@
   passes to the kernel;
 - ``tools.py``: the kernel's tool schemas (compress, decompress, search_context, acp_status);
 - ``request.py``: one request as the serving host sends it (``request_frame``, ``render_request``);
-- ``snapshot.py``: a decision point rebuilt from a recorded request.
+- ``snapshot.py``: a decision point rebuilt from a recorded request;
+- ``status.py``: the ``acp_status`` report of a kernel state.
 """

@@ -2,8 +2,8 @@
 
 The scripted workload knows each session's future (``Session.facts``/``steps``), so it can
 say what a perfect policy would do at a decision point. ``decision_reply`` prefers the
-project's labeling function (``doctrine.label.label_decision``, wired when that package
-is importable); without it, or when it fails on a point, a plain hindsight rule answers:
+project's labeling function (``doctrine.label.label_decision``); when it skips or fails on
+a point, a plain hindsight rule answers:
 compress the kernel's viable ranges that hold no message needed within the horizon (the
 summary quotes every fact the range introduced), decline when every range is still needed.
 Probe answers quote the expected facts that are visible; summaries quote the facts present.
@@ -23,14 +23,6 @@ from eval.arms import kernel_profile
 from eval.judges import contains, visible_text
 
 _SID = re.compile(r"^s(\d+)")
-
-
-def labeler_available() -> bool:
-    try:
-        import doctrine.label  # noqa: F401
-    except ImportError:
-        return False
-    return hasattr(__import__("doctrine.label", fromlist=["label_decision"]), "label_decision")
 
 
 def session_index(flat_id: str) -> int | None:
@@ -72,9 +64,9 @@ def rule_decision(session: Any, step: int, view: Any, kstate: Any, horizon: int)
 
 def labeler_decision(session: Any, step: int, view: Any, kstate: Any, env: Any, horizon: int,
                      seed: int) -> dict[str, Any] | None:
-    """``doctrine.label.label_decision`` at this point, or None when unavailable, skipped or
-    failing (the caller then counts a rule decision)."""
-    if not labeler_available() or view.flat is None:
+    """``doctrine.label.label_decision`` at this point, or None when skipped or failing (the
+    caller then counts a rule decision)."""
+    if view.flat is None:
         return None
     try:
         prof = view.profile or kernel_profile(env, "distilled")

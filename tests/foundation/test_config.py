@@ -9,14 +9,13 @@ from pathlib import Path
 import pytest
 from pydantic import Field
 
+from pipeline.recipe import SCHEMAS, import_schema, load_recipe, schema_for_path
 from plumbing.recipe_loader import (
-    SCHEMAS,
     BaseConfig,
     ConfigError,
     config_to_yaml,
     load_config,
     parse_overrides,
-    schema_for_path,
 )
 
 
@@ -141,14 +140,12 @@ def test_every_recipe_under_configs_validates(project_root):
         # Each recipe starts with the command that runs it.
         first = path.read_text().splitlines()[0]
         assert first.startswith("# "), f"{path}: first line must be '# <command that runs it>'"
-        load_config(path)  # raises ConfigError with the file and key on any problem
+        load_recipe(path)  # raises ConfigError with the file and key on any problem
 
 
 def test_every_schema_folder_is_importable():
-    from plumbing.recipe_loader import _import
-
-    for folder, target in SCHEMAS.items():
-        assert issubclass(_import(target), BaseConfig), folder
+    for folder in SCHEMAS:
+        assert issubclass(import_schema(folder), BaseConfig), folder
 
 
 def test_pipeline_print_config_cli(project_root):

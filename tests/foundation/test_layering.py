@@ -2,12 +2,14 @@
 
 Every module of every package is parsed and each import is collected wherever it is written:
 at module level, inside a function (the lazy imports that keep torch out of ``--help``), in a
-``TYPE_CHECKING`` block, or as ``importlib.import_module("...")`` with a literal name.
+``TYPE_CHECKING`` block, as ``importlib.import_module("...")`` with a literal name, or as a
+``"module:Name"`` string (how command tables and schema tables name what they import later).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,10 @@ def _module_name(root: Path, path: Path) -> str:
     return ".".join(parts)
 
 
+# A "package.module:Name" import target written as a string (imported later by name).
+_TARGET = re.compile(r"^([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*):[A-Za-z_][A-Za-z0-9_]*$")
+
+
 def imported_modules(source: str, module: str, is_package: bool = False) -> list[tuple[int, str]]:
     """(line, absolute module name) for every import in ``source``, however deeply nested."""
     out: list[tuple[int, str]] = []
@@ -53,6 +59,8 @@ def imported_modules(source: str, module: str, is_package: bool = False) -> list
               and ((isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
                    or (isinstance(node.func, ast.Name) and node.func.id in ("import_module", "__import__")))):
             out.append((node.lineno, node.args[0].value))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _TARGET.match(node.value):
+            out.append((node.lineno, _TARGET.match(node.value).group(1)))
     return out
 
 
@@ -90,6 +98,8 @@ def test_every_top_level_package_is_in_the_table(project_root):
     ("from . import spec\nfrom .kernel import state\n", "doctrine.cli", False, ["doctrine", "doctrine.kernel"]),
     ("from .. import recipe\n", "eval.workloads.base", False, ["eval"]),
     ("from .base import W\n", "eval.workloads", True, ["eval.workloads.base"]),
+    ("SCHEMAS = {'train': 'train.recipe:TrainRecipe'}\n", "plumbing.recipe_loader", False, ["train.recipe"]),
+    ("x = 'see: this'\n", "plumbing.x", False, []),
 ])
 def test_the_scan_sees_lazy_relative_and_string_imports(source, module, is_package, expected):
     assert [n for _, n in imported_modules(source, module, is_package)] == expected

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from plumbing.recipe_loader import ConfigError, load_config
+from pipeline.recipe import load_recipe
+from plumbing.recipe_loader import ConfigError
 from plumbing.runs import MANIFEST_FORMAT
 
 
@@ -39,7 +40,7 @@ def test_hostile_files_and_empty_runs_fail_in_one_line(project_root, tmp_path, c
     deep.parent.mkdir(parents=True)
     deep.write_text("name: x\nkernel: " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(ConfigError, match="nest"):
-        load_config(deep)
+        load_recipe(deep)
 
     # 2. Replay scripts: deep JSON, NaN, a wrong-typed config value, bytes that are not UTF-8.
     scripts = {"deep": '{"model_context_limit": 8000}\n' + "[" * 100000 + "]" * 100000 + "\n",
@@ -75,7 +76,7 @@ def test_hostile_files_and_empty_runs_fail_in_one_line(project_root, tmp_path, c
 
     # 5. An eval of no arm is refused.
     with pytest.raises(ConfigError, match="at least one arm"):
-        load_config(project_root / "configs/eval/smoke.yaml", overrides=["arms=[]"])
+        load_recipe(project_root / "configs/eval/smoke.yaml", overrides=["arms=[]"])
 
     # 6. eval report: a NaN metric never reaches report.json; a wrong-typed case file is one line.
     run = tmp_path / "eval"

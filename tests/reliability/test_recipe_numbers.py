@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from plumbing.recipe_loader import ConfigError, load_config
+from pipeline.recipe import load_recipe
+from plumbing.recipe_loader import ConfigError
 
 HUGE = "1" + "0" * 30  # 1e30 as a YAML int: pydantic takes it, pyarrow overflowed on it
 
@@ -29,7 +30,7 @@ def test_non_finite_and_overflowing_numbers_are_refused_naming_the_key(project_r
     accepted = []
     for recipe, override, key in CASES:
         try:
-            load_config(project_root / recipe, overrides=[override])
+            load_recipe(project_root / recipe, overrides=[override])
         except ConfigError as exc:
             lines = [ln.strip() for ln in str(exc).splitlines()[1:]]
             assert any(ln.startswith(key) for ln in lines), (override, str(exc))
@@ -38,5 +39,5 @@ def test_non_finite_and_overflowing_numbers_are_refused_naming_the_key(project_r
             accepted.append(override)
     assert not accepted, f"accepted: {accepted}"
     # Finite values at the edges still load.
-    cfg = load_config(project_root / "configs/train/smoke.yaml", overrides=["trainer.learning_rate=1e-3"])
+    cfg = load_recipe(project_root / "configs/train/smoke.yaml", overrides=["trainer.learning_rate=1e-3"])
     assert cfg.trainer.learning_rate == pytest.approx(1e-3)

@@ -11,8 +11,8 @@ import pytest
 from doctrine.kernel.messages import Message
 from doctrine.kernel.readers import read_state_file
 from doctrine.kernel.state import BLOCKED, Block, CompressionState
-from doctrine.kernel.status import build_status_report, collect_visible, format_tokens
 from doctrine.render.prompts import fill_disclosures
+from doctrine.render.status import build_status_report, collect_visible, format_tokens
 from plumbing.tokens import default_count_tokens as tok
 
 FIX = Path(__file__).parent / "fixtures" / "states"

@@ -1,4 +1,6 @@
-"""The ``acp_status`` report (spec §6.2, kernel ``buildStatusReport``).
+"""The ``acp_status`` report (spec §6.2, kernel ``buildStatusReport``): the kernel's state as
+the text the model reads, so it sits with the other renderers and lists ranges with the
+nudge's own formatter (``prompts.format_ranges``).
 
 Views:
 
@@ -27,6 +29,7 @@ from typing import Any
 from doctrine.kernel.messages import Message
 from doctrine.kernel.search import to_fixed
 from doctrine.kernel.state import BLOCKED, Block, CompressionState
+from doctrine.render.prompts import RangeView, format_ranges  # the nudge's own range formatter
 from plumbing.tokens import default_count_tokens
 
 SCOPES = (None, "compressed", "uncompressed")
@@ -274,9 +277,7 @@ _FILL_BITS = re.compile(r"\s*\(?\b(?:usage|fill|contextUsage)\s*[=:]\s*[\d.]+%?\
                         re.I)
 
 
-def _range_views(nudge: Any) -> list[Any]:
-    from doctrine.render.prompts import RangeView  # the nudge's own range formatter
-
+def _range_views(nudge: Any) -> list[RangeView]:
     views = []
     for r in _get(nudge, "compressible_ranges", "compressibleRanges", default=[]) or []:
         tokens = int(_get(r, "tokens", default=0) or 0)
@@ -298,8 +299,6 @@ def _range_views(nudge: Any) -> list[Any]:
 
 
 def _nudge_lines(nudge: Any) -> str:
-    from doctrine.render.prompts import format_ranges
-
     inject = bool(_get(nudge, "should_inject", "shouldInject", default=False))
     reason = _FILL_BITS.sub("", str(_get(nudge, "reason", default="") or "")).strip()
     lines = ["", f"Nudge: {'ACTIVE' if inject else 'idle'} — {reason}"]

@@ -1,7 +1,7 @@
-"""``python -m eval probes extract|report`` (registered in ``eval/__main__.py``).
+"""``dtw probes extract|report`` (also ``python -m eval probes``; registered in ``eval/__main__.py``).
 
-    python -m eval probes extract PATH --out QUESTIONS.jsonl [--limit 20] [--kinds ...]
-    python -m eval probes report RUN_DIR [--out PROBES.json] [--reference full]
+    dtw probes extract PATH --out QUESTIONS.jsonl [--limit 20] [--kinds ...]
+    dtw probes report RUN_DIR [--out PROBES.json] [--reference full]
 
 ``extract`` reads SWE-rebench OpenHands rows (a parquet / jsonl file, a folder of them, or
 a hub id), selects the cases that pass the filters and writes one JSON object per question:
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
+
+from plumbing.runs import atomic_write_text
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -46,18 +46,6 @@ def register(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def cmd_extract(args: argparse.Namespace) -> int:
     from data_gen.sources.swe_rebench import TrajectorySourceError
     from eval.workloads.probes.cases import KINDS, select_cases
@@ -80,7 +68,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
         print(f"probes extract: {exc}", file=sys.stderr)
         return 2
     lines = [json.dumps(q.to_dict(), ensure_ascii=False, sort_keys=True) for c in cases for q in c.questions]
-    _atomic_write(Path(args.out), "".join(line + "\n" for line in lines))
+    atomic_write_text(Path(args.out), "".join(line + "\n" for line in lines))
     print(f"probes extract: {stats['cases']} cases, {len(lines)} questions {stats['questions']} -> {args.out} "
           f"(rows read {stats['rows']}, rejected {sum(stats['rejected'].values())}, "
           f"filtered {sum(stats['filtered'].values())})")
@@ -105,7 +93,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"probes report: no probes results in {run_dir}", file=sys.stderr)
         return 1
     out = Path(args.out) if args.out else run_dir / "probes_report.json"
-    _atomic_write(out, json.dumps(rep, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(out, json.dumps(rep, indent=2, sort_keys=True) + "\n")
     print(f"| arm | accuracy | clean (vs {args.reference}) | {args.reference} also failed | evidence survived |")
     print("|---|---|---|---|---|")
     for arm, a in rep["arms"].items():
