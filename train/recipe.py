@@ -21,9 +21,9 @@ class ModelSection(BaseConfig):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "float32", description="dtype the base weights are loaded in")
     chat_template: str = Field("auto", description="auto | native | project | path to .jinja")
-    trust_remote_code: Literal[False] = Field(
-        False, description="run a model repository's own Python code: never (the project loads weights "
-                           "and code it can read), so only false is accepted")
+    trust_remote_code: bool = Field(
+        False, description="run a model repository's own Python code; off unless a recipe asks for it "
+                           "(the project's own models never need it)")
     attn_implementation: str | None = Field(None, description="transformers attention kernel (sdpa, eager, "
                                             "flash_attention_2); None: transformers' default")
     gradient_checkpointing: bool = Field(False, description="recompute activations in backward (less memory, "

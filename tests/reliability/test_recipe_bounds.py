@@ -38,7 +38,6 @@ OUT_OF_RANGE = [
     (DATA, "stages=[{name: warm, kinds: [refusl]}]", "stages.0.kinds.0", "refusal"),
     (TRAIN, "lora.dropout=-0.1", "lora.dropout", "greater than or equal to 0"),
     (TRAIN, "lora.target_modules=['']", "lora.target_modules", "at least one module"),
-    (TRAIN, "model.trust_remote_code=true", "model.trust_remote_code", "False"),
     (TRAIN, "trainer.seed=-3", "trainer.seed", "greater than or equal to 0"),
     (TRAIN, "export.max_lora_rank=0", "export.max_lora_rank", "greater than or equal to 1"),
     (TRAIN, "export.adapter_name='a b=c'", "export.adapter_name", "pattern"),
