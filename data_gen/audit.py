@@ -56,9 +56,11 @@ def read_rows(data_dir: str | Path, splits: Iterable[str] = ("train", "validatio
     """Every row of the named splits, in file order, ``meta.extra`` decoded into ``meta``."""
     import pyarrow.parquet as pq
 
+    from plumbing.runs import stage_files
+
     rows = []
     for split in splits:
-        for f in sorted((Path(data_dir) / split).glob("*.parquet")):
+        for f in stage_files(data_dir, split, ("*.parquet",)):  # the manifest's shards, unchanged
             for r in pq.read_table(f).to_pylist():
                 meta = dict(r["meta"])
                 meta.update(json.loads(meta.pop("extra") or "{}"))
@@ -205,7 +207,14 @@ def _audit(args) -> int:
     if not Path(args.dir).is_dir():
         print(f"error: {args.dir}: no such data folder", file=sys.stderr)
         return 2
-    print(json.dumps(audit(read_rows(args.dir)), indent=1))
+    from plumbing.runs import StageInputError
+
+    try:
+        rows = read_rows(args.dir)
+    except StageInputError as exc:  # a shard the manifest does not list, or an edited one
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(audit(rows), indent=1))
     return 0
 
 

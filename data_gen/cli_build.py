@@ -98,6 +98,16 @@ def _checked_manifest(data_dir: str) -> dict:
     return manifest
 
 
+def _split_files(data_dir: str, split: str) -> list:
+    """The split's shards as the manifest lists them (plumbing.runs.stage_files), one line if not."""
+    from plumbing.runs import StageInputError, stage_files
+
+    try:
+        return stage_files(data_dir, split, ("*.parquet",))
+    except StageInputError as exc:
+        raise InspectError(str(exc)) from None
+
+
 def _shard_rows(path) -> list[dict]:
     """A parquet shard's rows, each checked to be a curriculum row."""
     import pyarrow as pa
@@ -124,7 +134,6 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _inspect_folder(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     manifest = _checked_manifest(args.dir)
     counts = manifest["counts"]
@@ -141,14 +150,14 @@ def _inspect_folder(args: argparse.Namespace) -> int:
         from .lengths import format_table, length_table
 
         for split in manifest.get("splits") or ():
-            for f in sorted((Path(args.dir) / split).glob("*.parquet")):
+            for f in _split_files(args.dir, split):
                 _shard_rows(f)  # a truncated shard or a forged row is one line, not a traceback
         tok = load_tokenizer(args.model)
         print(f"\nrendered lengths in {args.model} tokens (sample = prompt + tool schemas + target):")
         print(format_table(length_table(read_rows(args.dir, manifest.get("splits") or ()), tok,
                                         choose_template(tok).template)))
         return 0
-    files = sorted((Path(args.dir) / args.split).glob("*.parquet"))
+    files = _split_files(args.dir, args.split)
     if not files or args.n <= 0:
         return 0
     from .recipe import KINDS
