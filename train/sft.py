@@ -318,7 +318,9 @@ def write_train_manifest(stage: Path, recipe: TrainRecipe, data: Curriculum, dat
                 "target_tokens": data.target_tokens},
         extra={"model": resolved, "chat_template_source": template_source,
                "bf16": bf16, "shared_prefix": data.merging,
-               "prompt_mode": recipe.data.prompt_mode, "final_adapter": str(final),
+               "prompt_mode": recipe.data.prompt_mode,
+               # relative to this folder: a copied run's manifest names its own copy
+               "final_adapter": final.relative_to(stage).as_posix(),
                # the serving profiles of the curriculum, carried to the adapter and the eval
                "serving_profiles": data_manifest.get("serving_profiles", []),
                "metrics": {k: v for k, v in metrics.items() if k != "log_history"}},
