@@ -21,13 +21,7 @@ def add_build(p) -> None:
 def _build(args: argparse.Namespace, recipe) -> int:
     from pathlib import Path
 
-    from plumbing.runs import (
-        RunFolderError,
-        fingerprint_differences,
-        fingerprint_sha256,
-        out_dir_error,
-        read_manifest,
-    )
+    from plumbing.runs import RunFolderError, out_dir_error, read_manifest, rerun_differences
 
     if not args.out:
         print("error: --out runs/<name>/data is required", file=sys.stderr)
@@ -43,10 +37,10 @@ def _build(args: argparse.Namespace, recipe) -> int:
     if old is not None and not args.force:
         # Complete: skip only when it was built from this recipe, doctrine and input files.
         new = data_fingerprint(recipe, resolve_doctrine(recipe.doctrine_version))
-        if old.get("fingerprint_sha256") == fingerprint_sha256(new):
+        diffs = rerun_differences(old, new)  # the rule dtw train applies too
+        if not diffs:
             print(f"[skip] data: {Path(args.out) / 'manifest.json'} exists (built from this recipe)")
             return 0
-        diffs = fingerprint_differences(old.get("fingerprint"), new)
         print(f"error: data: {args.out} was built from something else ({'; '.join(diffs)}); "
               "use --force to rebuild it, or a new --out", file=sys.stderr)
         return 2
