@@ -49,6 +49,7 @@ from plumbing.runs import (
     RunFolderError,
     atomic_write_json,
     claim_run_folder,
+    confined_path,
     fingerprint_differences,
     fingerprint_sha256,
     nonfinite_to_null,
@@ -104,14 +105,11 @@ def safe_name(name: str, limit: int = 120) -> str:
 
 
 def case_path(out: Path, arm: str, case_id: str, seed: int) -> Path:
-    """``out/cases/<arm>/<case_id>__s<seed>.json`` with both names made safe; a path that
-    would still resolve outside ``out`` (a symlinked folder) is refused."""
+    """``out/cases/<arm>/<case_id>__s<seed>.json`` with both names made safe; a path through
+    a symbolic link (a linked ``cases/`` or arm folder) is refused
+    (:func:`plumbing.runs.confined_path`, a :class:`RunFolderError`)."""
     out = Path(out)
-    path = out / "cases" / safe_name(arm) / f"{safe_name(case_id)}__s{int(seed)}.json"
-    root = out.resolve()
-    if not path.resolve().is_relative_to(root):
-        raise ValueError(f"case file {path} resolves outside the run folder {root}; refusing to write it")
-    return path
+    return confined_path(out, Path("cases") / safe_name(arm) / f"{safe_name(case_id)}__s{int(seed)}.json")
 
 
 # The names case_path gives: what --force may delete under cases/<arm>/.

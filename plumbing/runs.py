@@ -522,8 +522,8 @@ def confined_path(root: str | Path, rel: str | Path) -> Path:
     for part in rel.parts:
         path = path / part
         if path.is_symlink():
-            raise RunFolderError(f"{path} is a symbolic link; a stage writes only inside {root} and never "
-                                 "through a link (remove the link)")
+            raise RunFolderError(f"{path} is a symbolic link: a write through it could land outside the run "
+                                 f"folder {root}; a stage never writes through a link (remove the link)")
     return path
 
 
