@@ -16,13 +16,15 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from plumbing.runs import MANIFEST, read_manifest
+from plumbing.runs import MANIFEST, StageInputError, read_manifest, stage_files
 
 __all__ = ["AdapterError", "check_adapter", "complete_adapter", "safetensors_header"]
 
 CONFIG = "adapter_config.json"
 WEIGHTS = "adapter_model.safetensors"
 _LORA = re.compile(r"(?P<module>.+)\.lora_(?P<which>[AB])(?:\.[^.]+)?\.weight")
+# What PEFT, vLLM and the eval backends read from an adapter folder.
+READ_FILES = ("adapter_model*", "adapter_config.json", "tokenizer*", "chat_template*", "special_tokens_map.json")
 _MAX_HEADER = 100 << 20  # the safetensors format's own limit on its JSON header
 
 
@@ -128,7 +130,8 @@ def _trainer_state_ok(folder: Path) -> bool:
 def complete_adapter(folder: str | Path) -> Path:
     """Check a finished, valid adapter folder and return the file that identifies it (its
     sha256 is what a consumer records as its input): an exported adapter's ``manifest.json``
-    (written last by ``dtw export``), or a trainer checkpoint's weights (a
+    (written last by ``dtw export``; the files it lists unchanged, no other weights beside
+    them), or a trainer checkpoint's weights (a
     ``checkpoint-N`` folder whose ``trainer_state.json`` the trainer wrote after them). A
     folder that is neither (what a killed export leaves: files and no manifest) is refused."""
     folder = Path(folder)
@@ -138,6 +141,10 @@ def complete_adapter(folder: str | Path) -> Path:
     if manifest is not None:
         if manifest.get("stage") != "adapter":
             raise AdapterError(f"{folder}: holds the {manifest.get('stage')} stage's files, not an adapter")
+        try:  # the files a loader reads are the ones export listed, unchanged, and no others
+            stage_files(folder, ".", READ_FILES)
+        except StageInputError as exc:
+            raise AdapterError(str(exc)) from None
         check_adapter(folder)
         return folder / MANIFEST
     if re.fullmatch(r"checkpoint-\d+", folder.name) and _trainer_state_ok(folder):

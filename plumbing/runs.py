@@ -319,12 +319,15 @@ def write_manifest(
     counts: dict[str, Any] | None = None,
     doctrine: dict[str, Any] | None = None,
     extra: dict[str, Any] | None = None,
+    files: dict[str, str] | None = None,
     started_at: float | None = None,
 ) -> Path:
     """Write the stage manifest. Call it last: its presence marks the stage complete.
 
     ``inputs`` maps a name to an upstream manifest (or any file); its sha256 is recorded.
-    ``config`` may be a pydantic model or a plain dict; secrets are redacted.
+    ``config`` may be a pydantic model or a plain dict; secrets are redacted. ``files`` maps
+    each file the stage wrote (relative path) to its sha256, as :func:`stage_files` checks
+    them; written as given (a name such as ``tokenizer.json`` is not a secret).
     """
     if hasattr(config, "model_dump"):
         config = config.model_dump(mode="json")
@@ -351,6 +354,8 @@ def write_manifest(
     }
     if extra:
         manifest.update(redact_secrets(extra, config=config))
+    if files is not None:
+        manifest["files"] = dict(files)
     return atomic_write_json(Path(stage_dir) / MANIFEST, manifest)
 
 
@@ -364,44 +369,53 @@ ROW_FILES = ("*.parquet", "*.jsonl")
 
 def stage_files(folder: str | Path, sub: str, patterns: tuple[str, ...] = ROW_FILES) -> list[Path]:
     """The files under ``folder/sub`` a later stage may read, checked against ``folder``'s
-    manifest: the one reader of a stage's files (training, the held-out eval, audit, inspect).
+    manifest: the one reader of a stage's files (training, the held-out eval, audit, inspect;
+    the eval's check of an exported adapter, with ``sub`` ``"."``).
 
     A folder with a manifest yields exactly the files its ``files`` map lists under ``sub``
-    (``{"<sub>/<name>": sha256}``, written by the stage), each checked against its sha256; a
-    file there that the list does not name (one dropped in by hand, a stray of another build),
-    a listed file that is missing or edited, or a manifest without a file list is a
-    :class:`StageInputError` naming the file. A folder a stage claimed but did not finish (its
-    marker, no manifest) is refused too. A folder no stage wrote (rows made by hand, no
-    manifest and no marker) has nothing to check against: its matching files, sorted by name.
+    (``{"<sub>/<name>": sha256}``, bare names for ``"."``; written by the stage), each checked
+    against its sha256; a file there matching ``patterns`` that the list does not name (one
+    dropped in by hand, a stray of another build), a listed file that is missing or edited, or
+    a manifest without a file list is a :class:`StageInputError` naming the file. A folder a
+    stage claimed but did not finish (its marker, no manifest) is refused too. A folder no
+    stage wrote (rows made by hand, no manifest and no marker) has nothing to check against:
+    its matching files, sorted by name.
     """
     folder = Path(folder)
-    where = folder / sub
-    present = sorted({f for pat in patterns for f in where.glob(pat)
-                      if f.is_file() and not f.name.startswith(".")})
+    prefix = "" if sub in ("", ".") else f"{sub}/"
+    present = sorted({f for pat in patterns for f in (folder / sub).glob(pat)
+                      if f.is_file() and not f.name.startswith(".") and f.name not in (MANIFEST, RUN_MARKER)})
     manifest = read_manifest(folder)
     if manifest is None:
         if (owner := _marker_stage(folder)) is not None:
-            raise StageInputError(f"{folder}: the {owner} stage did not finish (no {MANIFEST}); rerun it")
+            raise StageInputError(f"{folder}: the {owner} stage did not finish (no {MANIFEST}); {_redo(owner)}")
         return present
+    stage = str(manifest.get("stage"))
     listed = manifest.get("files")
     if not isinstance(listed, dict):
         raise StageInputError(f"{folder / MANIFEST}: lists no files (written before manifests listed "
-                              "their files); rebuild the stage (--force)")
-    wanted = {str(k): v for k, v in listed.items() if str(k).startswith(f"{sub}/")}
+                              f"their files); {_redo(stage)}")
+    wanted = {str(k): v for k, v in listed.items()
+              if (str(k).startswith(prefix) if prefix else "/" not in str(k))}
     for f in present:
-        if f"{sub}/{f.name}" not in wanted:
-            raise StageInputError(f"{f}: not a file the {manifest.get('stage')} stage wrote (not in "
+        if f"{prefix}{f.name}" not in wanted:
+            raise StageInputError(f"{f}: not a file the {stage} stage wrote (not in "
                                   f"{folder / MANIFEST}); remove it, nothing reads it")
     files = []
     for rel, sha in sorted(wanted.items()):
         path = folder / rel
         if not path.is_file():
-            raise StageInputError(f"{path}: listed in {folder / MANIFEST} but missing; rebuild the stage (--force)")
+            raise StageInputError(f"{path}: listed in {folder / MANIFEST} but missing; {_redo(stage)}")
         if file_sha256(path) != sha:
-            raise StageInputError(f"{path}: changed since the stage wrote it (its sha256 is not the one "
-                                  f"{folder / MANIFEST} records); rebuild the stage (--force)")
+            raise StageInputError(f"{path}: changed since the {stage} stage wrote it (its sha256 is not the "
+                                  f"one {folder / MANIFEST} records); {_redo(stage)}")
         files.append(path)
     return files
+
+
+def _redo(stage: str) -> str:
+    how = {"data": "dtw data --force", "adapter": "dtw export", "train": "dtw train --force"}.get(stage)
+    return f"rerun {how}" if how else f"rerun the {stage} stage"
 
 
 def stage_dir(run: str | Path, stage: str) -> Path:

@@ -30,6 +30,7 @@ from plumbing.runs import (
     atomic_write_json,
     atomic_write_text,
     confined_path,
+    file_sha256,
     read_manifest,
     write_manifest,
 )
@@ -226,12 +227,11 @@ def export_adapter(run_dir: str | Path, *, merge: bool = False, log=print) -> Pa
         for name in ("adapter_config.json", "adapter_model.safetensors"):
             shutil.copyfile(final / name, at(f".tmp-{name}"))
             at(f".tmp-{name}").replace(at(name))
-        template = (final / "chat_template.jinja")
-        if template.is_file():
-            atomic_write_text(at("chat_template.jinja"), template.read_text())
-        for name in ("tokenizer.json", "tokenizer_config.json"):
+        for name in ("chat_template.jinja", "tokenizer.json", "tokenizer_config.json"):
             if (final / name).is_file():
                 atomic_write_text(at(name), (final / name).read_text())
+            elif at(name).is_file():
+                at(name).unlink()  # an earlier export's; this adapter has none
         atomic_write_json(at("tools.json"), served_tools(doc, mode, train.get("serving_profiles") or []))
         serving = at("serving")
         at("serving/sections")
@@ -261,8 +261,16 @@ def export_adapter(run_dir: str | Path, *, merge: bool = False, log=print) -> Pa
         if merge:
             info["merged"] = str(_merge(base_path, final, at("merged")))
         atomic_write_text(at("README.md"), _model_card(info))
+        # The files a consumer reads, with their sha256: the eval checks them against this list
+        # (plumbing.adapters.complete_adapter), so edited or added weights are refused.
+        wrote = [f for f in (*sorted(out.iterdir()), *sorted(serving.rglob("*")))
+                 if f.is_file() and not f.is_symlink() and f.name not in ("manifest.json", ".dtw-stage.json")
+                 and not f.name.startswith(".")]
+        if (serving / "manifest.json").is_file():
+            wrote.append(serving / "manifest.json")
+        files = {f.relative_to(out).as_posix(): file_sha256(f) for f in wrote}
         write_manifest(out, stage="adapter", config=cfg, inputs={"train": run.stage("train")},
-                       doctrine=doc.to_manifest(), extra={"adapter": info}, started_at=started)
+                       doctrine=doc.to_manifest(), extra={"adapter": info}, files=files, started_at=started)
     log(f"[export] adapter -> {out}")
     log(f"[export] serve with:\n  {command}")
     return out

@@ -93,15 +93,35 @@ def test_eval_refuses_an_adapter_whose_export_did_not_finish(run, tmp_path):
     assert not out.exists()
 
 
-def test_eval_records_the_adapter_manifest_and_notices_any_changed_adapter_file(run, tmp_path):
+def test_eval_records_the_adapter_manifest_and_refuses_changed_adapter_files(run, tmp_path):
     adapter = run / "adapter"
     out = tmp_path / "eval"
     assert run_eval(eval_recipe(adapter), out, base_dir=SMOKE.parent, log=quiet).complete
     recorded = read_manifest(out)["inputs"]["adapter"]
     assert recorded["sha256"] == file_sha256(adapter / "manifest.json")
-    (adapter / "adapter_model.bin").write_bytes(b"other weights")  # PEFT reads it where no safetensors is
-    with pytest.raises(RunConflict, match="adapter_sha256"):  # today: "all cases already done"
+    # Weights beside the exported ones (PEFT reads a .bin where no safetensors is), or edited
+    # weights: the adapter is no longer what its manifest says. Today: "all cases already done".
+    (adapter / "adapter_model.bin").write_bytes(b"other weights")
+    with pytest.raises(ValueError, match="adapter_model.bin: not a file the adapter stage wrote"):
         run_eval(eval_recipe(adapter), out, base_dir=SMOKE.parent, log=quiet)
+    (adapter / "adapter_model.bin").unlink()
+    scaled(adapter / "adapter_model.safetensors", 2.0)
+    with pytest.raises(ValueError, match="adapter_model.safetensors: changed since the adapter stage wrote it"):
+        run_eval(eval_recipe(adapter), out, base_dir=SMOKE.parent, log=quiet)
+
+
+def test_a_checkpoint_adapters_every_file_is_in_the_eval_fingerprint(run, tmp_path):
+    ckpt = tmp_path / "checkpoint-1"  # a trainer checkpoint (the learning curve evaluates these)
+    ckpt.mkdir()
+    for name in ("adapter_config.json", "adapter_model.safetensors"):
+        shutil.copyfile(run / "train" / "final" / name, ckpt / name)
+    (ckpt / "trainer_state.json").write_text('{"global_step": 1}')
+    out = tmp_path / "eval"
+    assert run_eval(eval_recipe(ckpt), out, base_dir=SMOKE.parent, log=quiet).complete
+    assert read_manifest(out)["inputs"]["adapter"]["sha256"] == file_sha256(ckpt / "adapter_model.safetensors")
+    (ckpt / "adapter_model.bin").write_bytes(b"other weights")
+    with pytest.raises(RunConflict, match="adapter_sha256"):  # today: only *.safetensors was hashed
+        run_eval(eval_recipe(ckpt), out, base_dir=SMOKE.parent, log=quiet)
 
 
 def test_a_truncated_adapter_is_one_line_in_dtw_eval(run, tmp_path):

@@ -72,7 +72,7 @@ def test_an_edited_or_missing_shard_is_refused(data):
     assert len(load_split(data, "train")) > 0
     table = pq.read_table(shard)
     pq.write_table(table.slice(0, max(1, table.num_rows - 1)), shard)  # a row removed, still valid parquet
-    with pytest.raises(DataError, match=f"{shard.name}: changed since the stage wrote it"):  # today: used
+    with pytest.raises(DataError, match=f"{shard.name}: changed since the data stage wrote it"):  # today: used
         load_split(data, "train")
     shard.unlink()
     with pytest.raises(DataError, match=f"{shard.name}: listed in .* but missing"):

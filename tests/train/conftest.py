@@ -73,7 +73,7 @@ def build_sft_data(root: Path, n_train: int = 12, n_val: int = 4, session_rows: 
         Dataset.from_list(rows).to_parquet(str(root / split / "shard-00000.parquet"))
     files = {f"{p.parent.name}/{p.name}": file_sha256(p) for p in sorted(root.glob("*/*.parquet"))}
     write_manifest(root, stage="data", counts={"train": n_train, "validation": n_val},
-                   doctrine=load_doctrine("v1").to_manifest(), extra={"files": files})
+                   doctrine=load_doctrine("v1").to_manifest(), files=files)
     return root
 
 
