@@ -32,6 +32,8 @@ def check_data_dir(data_dir: str | Path) -> dict[str, Any]:
     manifest = read_manifest(data_dir)
     if manifest is None:
         raise DataError(f"{data_dir}: no complete manifest.json; the data stage did not finish")
+    if manifest.get("stage") != "data":
+        raise DataError(f"{data_dir}: holds the {manifest.get('stage')} stage's manifest, not a data stage's")
     if not manifest.get("doctrine") or not manifest["doctrine"].get("sha256"):
         raise DataError(f"{data_dir}/manifest.json: no doctrine version and hash recorded")
     return manifest

@@ -187,7 +187,7 @@ def export_adapter(run_dir: str | Path, *, merge: bool = False, log=print) -> Pa
     started = time.time()
     run = RunDir(Path(run_dir))
     train = read_manifest(run.stage("train"))
-    if train is None:
+    if train is None or train.get("stage") != "train":
         raise ExportError(f"{run.stage('train')}: no complete training manifest; train first")
     final = final_adapter_dir(run, train)
     from plumbing.adapters import AdapterError, check_adapter

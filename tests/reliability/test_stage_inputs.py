@@ -97,3 +97,13 @@ def test_the_held_out_loader_reads_only_the_manifests_files(data):
 def test_rows_made_by_hand_need_no_manifest():
     rows = load_rows(ROOT / "configs/eval/fixtures/held_out", "test")
     assert len(rows) >= 6
+
+
+def test_training_reads_only_a_data_stage(tmp_path):
+    from plumbing.runs import write_manifest
+    from train.data import check_data_dir
+
+    (tmp_path / "eval").mkdir()
+    write_manifest(tmp_path / "eval", stage="eval", doctrine={"version": "v1", "sha256": "0" * 64})
+    with pytest.raises(DataError, match="holds the eval stage's manifest"):  # today: accepted
+        check_data_dir(tmp_path / "eval")
