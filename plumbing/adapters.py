@@ -103,7 +103,8 @@ def check_adapter(folder: str | Path) -> dict[str, Any]:
         lora += 1
         module, shape = m["module"], info.get("shape") if isinstance(info, dict) else None
         leaf = module.rsplit(".", 1)[-1]
-        if isinstance(targets, list) and leaf not in targets:
+        # PEFT matches a target by the module name's last components ("q_proj", "self_attn.q_proj").
+        if isinstance(targets, list) and not any(module == t or module.endswith(f".{t}") for t in map(str, targets)):
             problems.append(f"{name} adapts {leaf!r}, which is not in target_modules {targets}")
             continue
         rank = _expected_rank(module, config)
