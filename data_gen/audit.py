@@ -60,9 +60,11 @@ def read_rows(data_dir: str | Path, splits: Iterable[str] = ("train", "validatio
     """Every row of the named splits, in file order, ``meta.extra`` decoded into ``meta``."""
     import pyarrow.parquet as pq
 
+    from plumbing.runs import stage_files
+
     rows = []
     for split in splits:
-        for f in sorted((Path(data_dir) / split).glob("*.parquet")):
+        for f in stage_files(data_dir, split, ("*.parquet",)):  # the manifest's shards, unchanged
             for r in pq.read_table(f).to_pylist():
                 meta = dict(r["meta"])
                 meta.update(json.loads(meta.pop("extra") or "{}"))
@@ -211,9 +213,15 @@ def _audit(args) -> int:
     if not Path(args.dir).is_dir():
         print(f"error: {args.dir}: no such data folder", file=sys.stderr)
         return 2
+    from plumbing.runs import StageInputError
+
     from .memorisation import audit_lines, memorisation_audit
 
-    rows = read_rows(args.dir)
+    try:
+        rows = read_rows(args.dir)
+    except StageInputError as exc:  # a shard the manifest does not list, or an edited one
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     figures = audit(rows)
     by_split: dict[str, list[dict]] = {}
     for r in rows:

@@ -316,9 +316,9 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
     fingerprint = data_fingerprint(recipe, doctrine)
     write_manifest(out, stage="data", config=recipe, counts=counts, doctrine=doctrine.to_manifest(),
                    extra={"splits": list(SPLITS), "layout": "<split>/shard-NNNNN.parquet",
-                          "serving_profiles": unique_records(profiles), "files": files,
+                          "serving_profiles": unique_records(profiles),
                           "fingerprint": fingerprint, "fingerprint_sha256": fingerprint_sha256(fingerprint)},
-                   started_at=started)
+                   files=files, started_at=started)
     log(f"[data] {sum(counts[s] for s in SPLITS)} samples from {len(sessions)} sessions -> {out}")
     return out
 

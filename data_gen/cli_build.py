@@ -21,13 +21,7 @@ def add_build(p) -> None:
 def _build(args: argparse.Namespace, recipe) -> int:
     from pathlib import Path
 
-    from plumbing.runs import (
-        RunFolderError,
-        fingerprint_differences,
-        fingerprint_sha256,
-        out_dir_error,
-        read_manifest,
-    )
+    from plumbing.runs import RunFolderError, out_dir_error, read_manifest, rerun_differences
 
     if not args.out:
         print("error: --out runs/<name>/data is required", file=sys.stderr)
@@ -43,10 +37,10 @@ def _build(args: argparse.Namespace, recipe) -> int:
     if old is not None and not args.force:
         # Complete: skip only when it was built from this recipe, doctrine and input files.
         new = data_fingerprint(recipe, resolve_doctrine(recipe.doctrine_version))
-        if old.get("fingerprint_sha256") == fingerprint_sha256(new):
+        diffs = rerun_differences(old, new)  # the rule dtw train applies too
+        if not diffs:
             print(f"[skip] data: {Path(args.out) / 'manifest.json'} exists (built from this recipe)")
             return 0
-        diffs = fingerprint_differences(old.get("fingerprint"), new)
         print(f"error: data: {args.out} was built from something else ({'; '.join(diffs)}); "
               "use --force to rebuild it, or a new --out", file=sys.stderr)
         return 2
@@ -98,6 +92,16 @@ def _checked_manifest(data_dir: str) -> dict:
     return manifest
 
 
+def _split_files(data_dir: str, split: str) -> list:
+    """The split's shards as the manifest lists them (plumbing.runs.stage_files), one line if not."""
+    from plumbing.runs import StageInputError, stage_files
+
+    try:
+        return stage_files(data_dir, split, ("*.parquet",))
+    except StageInputError as exc:
+        raise InspectError(str(exc)) from None
+
+
 def _shard_rows(path) -> list[dict]:
     """A parquet shard's rows, each checked to be a curriculum row."""
     import pyarrow as pa
@@ -124,7 +128,6 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _inspect_folder(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     manifest = _checked_manifest(args.dir)
     counts = manifest["counts"]
@@ -145,14 +148,14 @@ def _inspect_folder(args: argparse.Namespace) -> int:
         from .lengths import format_table, length_table
 
         for split in manifest.get("splits") or ():
-            for f in sorted((Path(args.dir) / split).glob("*.parquet")):
+            for f in _split_files(args.dir, split):
                 _shard_rows(f)  # a truncated shard or a forged row is one line, not a traceback
         tok = load_tokenizer(args.model)
         print(f"\nrendered lengths in {args.model} tokens (sample = prompt + tool schemas + target):")
         print(format_table(length_table(read_rows(args.dir, manifest.get("splits") or ()), tok,
                                         choose_template(tok).template)))
         return 0
-    files = sorted((Path(args.dir) / args.split).glob("*.parquet"))
+    files = _split_files(args.dir, args.split)
     if not files or args.n <= 0:
         return 0
     from .recipe import KINDS

@@ -45,9 +45,11 @@ from eval.workloads import WORKLOADS, Case, RunContext
 from plumbing.chat_backend import Backend
 from plumbing.runs import (
     MANIFEST,
+    RUN_MARKER,
     RunFolderError,
     atomic_write_json,
     claim_run_folder,
+    confined_path,
     fingerprint_differences,
     fingerprint_sha256,
     nonfinite_to_null,
@@ -103,14 +105,11 @@ def safe_name(name: str, limit: int = 120) -> str:
 
 
 def case_path(out: Path, arm: str, case_id: str, seed: int) -> Path:
-    """``out/cases/<arm>/<case_id>__s<seed>.json`` with both names made safe; a path that
-    would still resolve outside ``out`` (a symlinked folder) is refused."""
+    """``out/cases/<arm>/<case_id>__s<seed>.json`` with both names made safe; a path through
+    a symbolic link (a linked ``cases/`` or arm folder) is refused
+    (:func:`plumbing.runs.confined_path`, a :class:`RunFolderError`)."""
     out = Path(out)
-    path = out / "cases" / safe_name(arm) / f"{safe_name(case_id)}__s{int(seed)}.json"
-    root = out.resolve()
-    if not path.resolve().is_relative_to(root):
-        raise ValueError(f"case file {path} resolves outside the run folder {root}; refusing to write it")
-    return path
+    return confined_path(out, Path("cases") / safe_name(arm) / f"{safe_name(case_id)}__s{int(seed)}.json")
 
 
 # The names case_path gives: what --force may delete under cases/<arm>/.
@@ -236,12 +235,32 @@ def _input_paths(settings: dict[str, Any], base_dir: Path | None) -> list[Path]:
 
 
 def _adapter_identity(recipe: EvalRecipe) -> str | None:
-    """sha256 of the adapter's weights and config (None: no adapter in this run)."""
+    """sha256 of every file of the adapter folder (weights in any format, config, tokenizer,
+    template; its manifest and subfolders left out, so a re-export of the same weights keeps
+    it). None: no adapter in this run."""
     d = recipe.backend.factory_settings().get("adapter_dir")
     if not d:
         return None
     folder = Path(d)
-    return paths_sha256([*sorted(folder.glob("*.safetensors")), folder / "adapter_config.json"])
+    files = sorted(f for f in folder.iterdir() if f.is_file() and f.name not in (MANIFEST, RUN_MARKER)
+                   and not f.name.startswith((".tmp-", ".lock"))) if folder.is_dir() else []
+    return paths_sha256(files or [folder])
+
+
+def adapter_input(recipe: EvalRecipe) -> Path | None:
+    """The file identifying the adapter this run loads, after checking the folder is a finished,
+    valid adapter (:func:`plumbing.adapters.complete_adapter`: an adapter without its manifest,
+    truncated or inconsistent weights are one line, before anything is written). None when no
+    arm and no backend loads one."""
+    from eval.arms import ARM_INFO
+    from plumbing.adapters import complete_adapter
+
+    d = recipe.backend.factory_settings().get("adapter_dir")
+    uses = recipe.backend.name in ("hf", "vllm") or any(
+        getattr(ARM_INFO.get(a), "use_adapter", False) for a in recipe.arms)
+    if not d or not uses:
+        return None
+    return complete_adapter(Path(d))
 
 
 def run_fingerprint(recipe: EvalRecipe, base_dir: Path | None = None, doctrine: Any = None) -> dict[str, Any]:
@@ -360,6 +379,7 @@ def run_eval(recipe: EvalRecipe, out: str | Path, *, backend: Backend | None = N
     cases of a different recipe is refused (:class:`RunConflict`) unless ``force``, which
     discards them first; a second run into a folder in use is refused."""
     out = Path(out)
+    adapter = adapter_input(recipe)  # an unfinished or broken adapter is refused before any write
     try:  # a folder of the user's (or a linked cases/ folder) is refused before anything is written
         claim_run_folder(out, "eval", writes=("cases",), legacy=("status.json", RECIPE_FILE, LOCK_FILE))
     except RunFolderError as exc:
@@ -381,11 +401,13 @@ def run_eval(recipe: EvalRecipe, out: str | Path, *, backend: Backend | None = N
             raise ValueError(f"the recipe plans no case: none of its workloads ({', '.join(w.name for w in recipe.workloads)}) "
                              f"has a case it runs on the arms {recipe.arms}; nothing was run or marked complete")
         stamps = _check_recipe(out, recipe, jobs, base_dir, doc)
-        return _run_locked(recipe, out, jobs, stamps, doc, backend=backend, max_jobs=max_jobs, log=log)
+        return _run_locked(recipe, out, jobs, stamps, doc, backend=backend, max_jobs=max_jobs, log=log,
+                           adapter=adapter)
 
 
 def _run_locked(recipe: EvalRecipe, out: Path, jobs: list[Job], stamps: dict[str, str], doc: Any, *,
-                backend: Backend | None, max_jobs: int | None, log: Callable[[str], None]) -> RunSummary:
+                backend: Backend | None, max_jobs: int | None, log: Callable[[str], None],
+                adapter: Path | None = None) -> RunSummary:
     from eval.backends import make_backend
 
     started = time.time()
@@ -470,10 +492,7 @@ def _run_locked(recipe: EvalRecipe, out: Path, jobs: list[Job], stamps: dict[str
         counts: dict[str, Any] = {"cases": len(jobs)}
         for j in jobs:
             counts[f"arm.{j.arm}"] = counts.get(f"arm.{j.arm}", 0) + 1
-        inputs = {}
-        adapter = _adapter_manifest(recipe)
-        if adapter:
-            inputs["adapter"] = adapter
+        inputs = {"adapter": adapter} if adapter else {}  # the adapter's manifest (or checkpoint weights)
         write_manifest(out, stage="eval", config=recipe, doctrine=doc.to_manifest(), inputs=inputs,
                        counts=counts, extra={"backend": describe, **profiles,
                                              # every ArmSettings value the arms ran with, defaults included

@@ -22,7 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plumbing.runs import atomic_write_json, claim_run_folder, read_manifest, write_manifest
+from plumbing.runs import (
+    STAGES,
+    atomic_write_json,
+    claim_run_folder,
+    confined_path,
+    read_manifest,
+    write_manifest,
+)
 
 __all__ = ["RescoreError", "RescoreSummary", "rescore"]
 
@@ -33,6 +40,35 @@ _FROM_THE_CALL = ("prompt_tokens", "completion_tokens", "doctrine_tokens", "malf
 
 class RescoreError(ValueError):
     """A source folder that is not a complete eval run, or a doctrine that differs from it."""
+
+
+# Written first into --out: the source it re-scores. A rerun may write only into a folder
+# holding a re-score of the same source (never another run's eval or stage).
+RESCORE_FILE = "rescore.json"
+
+
+def _check_out(src: Path, out: Path) -> None:
+    """Refuse an ``--out`` that is the source, lies inside the source's run (``runs/<name>``
+    when the source is its eval stage folder) or holds anything but a re-score of this source."""
+    source = src.resolve()
+    run = source.parent if source.name in STAGES else source
+    target = out.resolve()
+    if target == source:
+        raise RescoreError("--out must be another folder: the source run is never rewritten")
+    if target.is_relative_to(run) or source.is_relative_to(target):
+        raise RescoreError(f"--out {out}: lies inside the source run {run} (or holds it); re-score into a "
+                           "folder of its own, outside that run")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    try:
+        previous = json.loads((out / RESCORE_FILE).read_text(encoding="utf-8")).get("source")
+    except (OSError, ValueError, AttributeError):
+        previous = None
+    if previous != str(source):
+        what = read_manifest(out)
+        holds = f"the {what.get('stage')} stage's results" if what else "files that are not a re-score of it"
+        raise RescoreError(f"--out {out}: holds {holds}{f' (a re-score of {previous})' if previous else ''}; "
+                           f"re-score {src} into a new or empty folder")
 
 
 @dataclass
@@ -84,8 +120,7 @@ def rescore(src: str | Path, out: str | Path, *, data_dir: str | Path | None = N
     manifest = read_manifest(src)
     if manifest is None or manifest.get("stage") != "eval":
         raise RescoreError(f"{src}: not a complete eval run (no eval manifest.json)")
-    if out.resolve() == src.resolve():
-        raise RescoreError("--out must be another folder: the source run is never rewritten")
+    _check_out(src, out)
     config = dict(manifest.get("config") or {})
     if data_dir is not None:
         if config.get("data_dir") is not None:
@@ -100,7 +135,14 @@ def rescore(src: str | Path, out: str | Path, *, data_dir: str | Path | None = N
         raise RescoreError(f"{src} was run under doctrine sha256 {recorded[:12]}, this checkout has "
                            f"{doc.sha256[:12]}: the scorer's thresholds differ; rerun the eval instead")
     jobs = {(j.arm, j.case_id, j.seed): j for j in plan(recipe, Path(base_dir) if base_dir is not None else Path.cwd())}
-    claim_run_folder(out, "eval")
+    claim_run_folder(out, "eval", writes=("cases",))
+    atomic_write_json(confined_path(out, RESCORE_FILE), {"source": str(src.resolve())})
+
+    def at(rel: Path | str) -> Path:  # every write lands inside out, never through a link
+        target = confined_path(out, rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target
+
     summary = RescoreSummary()
     names: list[str] = []
     for path in sorted(src.glob("cases/*/*.json")):
@@ -112,21 +154,18 @@ def rescore(src: str | Path, out: str | Path, *, data_dir: str | Path | None = N
             continue
         summary.cases += 1
         names.append(str(rel))
-        target = out / rel
         job = jobs.get((result.get("arm"), result.get("case_id"), result.get("seed")))
         if result.get("workload") != "held_out" or job is None or not result.get("calls"):
             if result.get("workload") == "held_out":
                 summary.skipped.append(f"{rel}: not in the recipe's plan; copied unchanged")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
+            shutil.copyfile(path, at(rel))
             summary.copied += 1
             continue
         try:
             comp = _recorded_completion(result["calls"][0])
         except ValueError as exc:
             summary.skipped.append(f"{rel}: {exc}; copied unchanged")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
+            shutil.copyfile(path, at(rel))
             summary.copied += 1
             continue
         ctx = RunContext(None, doc, window=job.window, horizon=recipe.horizon, max_tokens=recipe.max_tokens,
@@ -145,10 +184,10 @@ def rescore(src: str | Path, out: str | Path, *, data_dir: str | Path | None = N
         result["metrics"] = new
         result["calls"][0]["kernel_errors"] = kernel_messages
         result["rescored"] = {"from": str(path), "changed": changed}
-        atomic_write_json(case_path(out, job.arm, job.case_id, job.seed), result)
+        atomic_write_json(at(case_path(out, job.arm, job.case_id, job.seed).relative_to(out)), result)
         summary.rescored += 1
     if (src / RECIPE_FILE).is_file():
-        shutil.copyfile(src / RECIPE_FILE, out / RECIPE_FILE)
+        shutil.copyfile(src / RECIPE_FILE, at(RECIPE_FILE))
     counts = {"cases": summary.cases, "rescored": summary.rescored, "copied": summary.copied,
               "changed": summary.changed, **{f"changed.{k}": v for k, v in sorted(summary.changes.items())}}
     standard = {"format", "version", "stage", "created_at", "wall_time_s", "git_revision", "packages", "command",

@@ -43,11 +43,13 @@ __all__ = [
     "STAGES",
     "RunDir",
     "RunFolderError",
+    "StageInputError",
     "atomic_write",
     "atomic_write_json",
     "atomic_write_text",
     "nonfinite_to_null",
     "claim_run_folder",
+    "confined_path",
     "file_sha256",
     "fingerprint_differences",
     "fingerprint_sha256",
@@ -59,11 +61,13 @@ __all__ = [
     "read_manifest",
     "redact_secrets",
     "remove_own_files",
+    "rerun_differences",
     "run_folder_error",
     "secret_values",
     "short_value",
     "stage_complete",
     "stage_dir",
+    "stage_files",
     "write_manifest",
 ]
 
@@ -315,12 +319,15 @@ def write_manifest(
     counts: dict[str, Any] | None = None,
     doctrine: dict[str, Any] | None = None,
     extra: dict[str, Any] | None = None,
+    files: dict[str, str] | None = None,
     started_at: float | None = None,
 ) -> Path:
     """Write the stage manifest. Call it last: its presence marks the stage complete.
 
     ``inputs`` maps a name to an upstream manifest (or any file); its sha256 is recorded.
-    ``config`` may be a pydantic model or a plain dict; secrets are redacted.
+    ``config`` may be a pydantic model or a plain dict; secrets are redacted. ``files`` maps
+    each file the stage wrote (relative path) to its sha256, as :func:`stage_files` checks
+    them; written as given (a name such as ``tokenizer.json`` is not a secret).
     """
     if hasattr(config, "model_dump"):
         config = config.model_dump(mode="json")
@@ -347,7 +354,68 @@ def write_manifest(
     }
     if extra:
         manifest.update(redact_secrets(extra, config=config))
+    if files is not None:
+        manifest["files"] = dict(files)
     return atomic_write_json(Path(stage_dir) / MANIFEST, manifest)
+
+
+class StageInputError(ValueError):
+    """A stage folder's files are not what its manifest lists (an extra, missing or edited file)."""
+
+
+# The row files a consumer of a stage folder reads (data shards; held-out rows made by hand).
+ROW_FILES = ("*.parquet", "*.jsonl")
+
+
+def stage_files(folder: str | Path, sub: str, patterns: tuple[str, ...] = ROW_FILES) -> list[Path]:
+    """The files under ``folder/sub`` a later stage may read, checked against ``folder``'s
+    manifest: the one reader of a stage's files (training, the held-out eval, audit, inspect;
+    the eval's check of an exported adapter, with ``sub`` ``"."``).
+
+    A folder with a manifest yields exactly the files its ``files`` map lists under ``sub``
+    (``{"<sub>/<name>": sha256}``, bare names for ``"."``; written by the stage), each checked
+    against its sha256; a file there matching ``patterns`` that the list does not name (one
+    dropped in by hand, a stray of another build), a listed file that is missing or edited, or
+    a manifest without a file list is a :class:`StageInputError` naming the file. A folder a
+    stage claimed but did not finish (its marker, no manifest) is refused too. A folder no
+    stage wrote (rows made by hand, no manifest and no marker) has nothing to check against:
+    its matching files, sorted by name.
+    """
+    folder = Path(folder)
+    prefix = "" if sub in ("", ".") else f"{sub}/"
+    present = sorted({f for pat in patterns for f in (folder / sub).glob(pat)
+                      if f.is_file() and not f.name.startswith(".") and f.name not in (MANIFEST, RUN_MARKER)})
+    manifest = read_manifest(folder)
+    if manifest is None:
+        if (owner := _marker_stage(folder)) is not None:
+            raise StageInputError(f"{folder}: the {owner} stage did not finish (no {MANIFEST}); {_redo(owner)}")
+        return present
+    stage = str(manifest.get("stage"))
+    listed = manifest.get("files")
+    if not isinstance(listed, dict):
+        raise StageInputError(f"{folder / MANIFEST}: lists no files (written before manifests listed "
+                              f"their files); {_redo(stage)}")
+    wanted = {str(k): v for k, v in listed.items()
+              if (str(k).startswith(prefix) if prefix else "/" not in str(k))}
+    for f in present:
+        if f"{prefix}{f.name}" not in wanted:
+            raise StageInputError(f"{f}: not a file the {stage} stage wrote (not in "
+                                  f"{folder / MANIFEST}); remove it, nothing reads it")
+    files = []
+    for rel, sha in sorted(wanted.items()):
+        path = folder / rel
+        if not path.is_file():
+            raise StageInputError(f"{path}: listed in {folder / MANIFEST} but missing; {_redo(stage)}")
+        if file_sha256(path) != sha:
+            raise StageInputError(f"{path}: changed since the {stage} stage wrote it (its sha256 is not the "
+                                  f"one {folder / MANIFEST} records); {_redo(stage)}")
+        files.append(path)
+    return files
+
+
+def _redo(stage: str) -> str:
+    how = {"data": "dtw data --force", "adapter": "dtw export", "train": "dtw train --force"}.get(stage)
+    return f"rerun {how}" if how else f"rerun the {stage} stage"
 
 
 def stage_dir(run: str | Path, stage: str) -> Path:
@@ -456,6 +524,23 @@ def claim_run_folder(path: str | Path, stage: str, *, writes: tuple[str, ...] = 
     return p
 
 
+def confined_path(root: str | Path, rel: str | Path) -> Path:
+    """``root/rel`` for a stage to write: the one rule of where a stage may write. ``rel`` must
+    stay below ``root`` (no absolute path, no ``..``) and no component of it below ``root``
+    may be a symbolic link, so the write lands inside ``root`` and never through a link
+    (:class:`RunFolderError` otherwise). Check each path before writing it."""
+    root, rel = Path(root), Path(rel)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise RunFolderError(f"{rel}: not a path inside {root}; refusing to write it")
+    path = root
+    for part in rel.parts:
+        path = path / part
+        if path.is_symlink():
+            raise RunFolderError(f"{path} is a symbolic link: a write through it could land outside the run "
+                                 f"folder {root}; a stage never writes through a link (remove the link)")
+    return path
+
+
 def remove_own_files(folder: Path, names: re.Pattern[str], root: Path) -> int:
     """Delete the files directly in ``folder`` whose names match ``names`` (and the temp files
     of :func:`atomic_write`), never following a link; ``folder`` must lie inside ``root``
@@ -538,6 +623,15 @@ def short_value(value: Any, limit: int = 40) -> str:
     if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{40,64}", value):
         return value[:12]
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def rerun_differences(manifest: dict[str, Any], fingerprint: dict[str, Any]) -> list[str]:
+    """For a complete stage rerun by hand: [] when its manifest records ``fingerprint`` (the
+    rerun is a skip), else the differences to refuse it with (unless forced). Every stage
+    that records a ``fingerprint`` in its manifest decides here."""
+    if manifest.get("fingerprint_sha256") == fingerprint_sha256(fingerprint):
+        return []
+    return fingerprint_differences(manifest.get("fingerprint"), fingerprint) or ["fingerprint_sha256"]
 
 
 def fingerprint_differences(old: dict[str, Any] | None, new: dict[str, Any], limit: int = 6) -> list[str]:

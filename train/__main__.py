@@ -122,18 +122,23 @@ def add_run(p: argparse.ArgumentParser) -> None:
                    overrides_help="dotted KEY=VALUE overrides, e.g. trainer.max_steps=5")
     p.add_argument("--out", help="run folder (runs/<name>); outputs go to <out>/train")
     p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    p.add_argument("--force", action="store_true",
+                   help="retrain from step 0 even if a complete training exists (needed when the recipe or data changed)")
 
 
 def _cmd_train(args: argparse.Namespace, recipe) -> int:
     if not args.out:
         print("error: --out runs/<name> is required", file=sys.stderr)
         return 2
+    if args.force and args.resume:
+        print("error: --force starts afresh and --resume continues; give one of them", file=sys.stderr)
+        return 2
     import os
 
     from plumbing.runs import RunFolderError, claim_run_folder, stage_dir
 
     from .data import DataError
-    from .sft import NonFiniteTraining, run_training
+    from .sft import NonFiniteTraining, TrainingChanged, run_training
 
     try:  # <out>/train: a new folder or one training wrote, and no linked checkpoints/final folder
         # Under accelerate launch only the first process claims it: a second one checking at
@@ -146,8 +151,8 @@ def _cmd_train(args: argparse.Namespace, recipe) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        run_training(recipe, args.out, resume=args.resume)
-    except DataError as exc:
+        run_training(recipe, args.out, resume=args.resume, force=args.force)
+    except (DataError, TrainingChanged) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except NonFiniteTraining as exc:

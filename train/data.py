@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from plumbing.chat_templates import SampleRejected, tokenize_sample
-from plumbing.runs import read_manifest
+from plumbing.runs import StageInputError, read_manifest, stage_files
 
 __all__ = ["DataError", "check_data_dir", "load_split", "session_key", "tokenize_split"]
 
@@ -32,15 +32,22 @@ def check_data_dir(data_dir: str | Path) -> dict[str, Any]:
     manifest = read_manifest(data_dir)
     if manifest is None:
         raise DataError(f"{data_dir}: no complete manifest.json; the data stage did not finish")
+    if manifest.get("stage") != "data":
+        raise DataError(f"{data_dir}: holds the {manifest.get('stage')} stage's manifest, not a data stage's")
     if not manifest.get("doctrine") or not manifest["doctrine"].get("sha256"):
         raise DataError(f"{data_dir}/manifest.json: no doctrine version and hash recorded")
     return manifest
 
 
 def load_split(data_dir: str | Path, split: str):
+    """The split's shards, exactly the ones the data manifest lists and unchanged
+    (:func:`plumbing.runs.stage_files`): a shard dropped in or edited by hand is an error."""
     from datasets import load_dataset
 
-    files = sorted(str(p) for p in (Path(data_dir) / split).glob("*.parquet"))
+    try:
+        files = [str(p) for p in stage_files(data_dir, split, ("*.parquet",))]
+    except StageInputError as exc:
+        raise DataError(str(exc)) from None
     if not files:
         raise DataError(f"{data_dir}: split {split!r} has no parquet shards under {split}/")
     return load_dataset("parquet", data_files={split: files}, split=split)

@@ -29,13 +29,16 @@ from plumbing.runs import (
     RunDir,
     atomic_write_json,
     atomic_write_text,
+    confined_path,
+    file_sha256,
     read_manifest,
     write_manifest,
 )
 
 from .recipe import VLLM_LORA_RANKS
 
-__all__ = ["ExportError", "check_vllm_lora", "export_adapter", "non_finite_tensors", "serve_command"]
+__all__ = ["ExportError", "check_vllm_lora", "export_adapter", "final_adapter_dir", "non_finite_tensors",
+           "serve_command"]
 
 
 class ExportError(ValueError):
@@ -164,6 +167,19 @@ def served_tools(doc, mode: str, profiles: list[dict]) -> list[dict]:
     return tools
 
 
+def final_adapter_dir(run: RunDir, train: dict[str, Any]) -> Path:
+    """The trained adapter of ``run``: the train manifest's ``final_adapter``, relative to the
+    run's train folder (an absolute one, from older manifests, only when it lies inside the
+    run). A copied run folder then exports its own weights, never the original run's."""
+    recorded = Path(str(train.get("final_adapter") or "final"))
+    stage = run.stage("train")
+    path = recorded if recorded.is_absolute() else stage / recorded
+    if not path.resolve().is_relative_to(run.root.resolve()):
+        raise ExportError(f"{stage / 'manifest.json'}: final_adapter {recorded} lies outside the run {run.root} "
+                          "(a copied or moved run folder?); export the run that trained it, or retrain this one")
+    return path
+
+
 def export_adapter(run_dir: str | Path, *, merge: bool = False, log=print) -> Path:
     from doctrine.acp_prompt_set import export_prompt_set
     from doctrine.spec import resolve_doctrine
@@ -171,14 +187,16 @@ def export_adapter(run_dir: str | Path, *, merge: bool = False, log=print) -> Pa
     started = time.time()
     run = RunDir(Path(run_dir))
     train = read_manifest(run.stage("train"))
-    if train is None:
+    if train is None or train.get("stage") != "train":
         raise ExportError(f"{run.stage('train')}: no complete training manifest; train first")
-    final = Path(train["final_adapter"])
-    if not (final / "adapter_config.json").is_file():
-        raise ExportError(f"{final}: no adapter_config.json")
+    final = final_adapter_dir(run, train)
+    from plumbing.adapters import AdapterError, check_adapter
+
+    try:  # whole weights whose ranks and modules are the config's (one line if not)
+        check_adapter(final)
+    except AdapterError as exc:
+        raise ExportError(str(exc)) from None
     weights = final / "adapter_model.safetensors"
-    if not weights.is_file():
-        raise ExportError(f"{weights}: no adapter weights")
     bad = non_finite_tensors(weights)
     if bad:
         raise ExportError(f"{weights}: {len(bad)} tensors hold NaN or inf weights (first: {bad[0]}); "
@@ -197,20 +215,28 @@ def export_adapter(run_dir: str | Path, *, merge: bool = False, log=print) -> Pa
             f"{stamp['sha256']}: export with the doctrine version the data was labeled with")
     mode = train.get("prompt_mode", "distilled")
 
+    # Every path export writes lies inside the run's adapter folder, none through a link
+    # (a linked adapter/, serving/ or merged/ is refused before anything is written).
+    stage = confined_path(run.root, "adapter")
+    for sub in ("serving/sections", "merged", ".tmp-merged"):
+        confined_path(stage, sub)
     with run.open_stage("adapter") as out:
+        def at(rel: str) -> Path:
+            return confined_path(out, rel)
+
         for name in ("adapter_config.json", "adapter_model.safetensors"):
-            shutil.copyfile(final / name, out / f".tmp-{name}")
-            (out / f".tmp-{name}").replace(out / name)
-        template = (final / "chat_template.jinja")
-        if template.is_file():
-            atomic_write_text(out / "chat_template.jinja", template.read_text())
-        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copyfile(final / name, at(f".tmp-{name}"))
+            at(f".tmp-{name}").replace(at(name))
+        for name in ("chat_template.jinja", "tokenizer.json", "tokenizer_config.json"):
             if (final / name).is_file():
-                atomic_write_text(out / name, (final / name).read_text())
-        atomic_write_json(out / "tools.json", served_tools(doc, mode, train.get("serving_profiles") or []))
-        serving = out / "serving"
+                atomic_write_text(at(name), (final / name).read_text())
+            elif at(name).is_file():
+                at(name).unlink()  # an earlier export's; this adapter has none
+        atomic_write_json(at("tools.json"), served_tools(doc, mode, train.get("serving_profiles") or []))
+        serving = at("serving")
+        at("serving/sections")
         export_prompt_set(doc, mode, serving)
-        atomic_write_text(serving / "README.md", _SERVING_README.format(
+        atomic_write_text(at("serving/README.md"), _SERVING_README.format(
             name=cfg["export"]["adapter_name"], version=doc.version, sha=doc.sha256, path=serving))
         base_id = train["model"]["model_id"]
         base_rev = train["model"].get("revision") or (
@@ -233,10 +259,18 @@ def export_adapter(run_dir: str | Path, *, merge: bool = False, log=print) -> Pa
             "max_lora_rank": cfg["export"]["max_lora_rank"],
         }
         if merge:
-            info["merged"] = str(_merge(base_path, final, out / "merged"))
-        atomic_write_text(out / "README.md", _model_card(info))
+            info["merged"] = str(_merge(base_path, final, at("merged")))
+        atomic_write_text(at("README.md"), _model_card(info))
+        # The files a consumer reads, with their sha256: the eval checks them against this list
+        # (plumbing.adapters.complete_adapter), so edited or added weights are refused.
+        wrote = [f for f in (*sorted(out.iterdir()), *sorted(serving.rglob("*")))
+                 if f.is_file() and not f.is_symlink() and f.name not in ("manifest.json", ".dtw-stage.json")
+                 and not f.name.startswith(".")]
+        if (serving / "manifest.json").is_file():
+            wrote.append(serving / "manifest.json")
+        files = {f.relative_to(out).as_posix(): file_sha256(f) for f in wrote}
         write_manifest(out, stage="adapter", config=cfg, inputs={"train": run.stage("train")},
-                       doctrine=doc.to_manifest(), extra={"adapter": info}, started_at=started)
+                       doctrine=doc.to_manifest(), extra={"adapter": info}, files=files, started_at=started)
     log(f"[export] adapter -> {out}")
     log(f"[export] serve with:\n  {command}")
     return out

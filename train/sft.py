@@ -16,11 +16,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plumbing.runs import RunDir, atomic_write_json, write_manifest
+from plumbing.runs import (
+    RunDir,
+    atomic_write_json,
+    fingerprint_sha256,
+    manifest_content_sha256,
+    redact_secrets,
+    rerun_differences,
+    write_manifest,
+)
 
 from .recipe import TrainRecipe
 
-__all__ = ["NonFiniteTraining", "latest_checkpoint", "run_training"]
+__all__ = ["NonFiniteTraining", "TrainingChanged", "latest_checkpoint", "run_training", "train_fingerprint"]
+
+
+class TrainingChanged(ValueError):
+    """A complete training rerun by hand on another recipe or other data: refused unless forced."""
 
 
 class NoTrainableTokens(RuntimeError):
@@ -78,10 +90,52 @@ class GuardedCollator:
         return batch
 
 
-def latest_checkpoint(ckpt_dir: Path) -> Path | None:
-    cands = [p for p in ckpt_dir.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()
-             and (p / "trainer_state.json").is_file()]
-    return max(cands, key=lambda p: int(p.name.split("-")[-1]), default=None)
+def checkpoint_problem(ckpt: Path) -> str | None:
+    """Why a checkpoint cannot be resumed from (its trainer state unreadable, its adapter
+    weights truncated), or None."""
+    from plumbing.adapters import AdapterError, safetensors_header
+
+    try:
+        state = json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8"))
+    except OSError:
+        return "trainer_state.json is unreadable"
+    except ValueError:
+        return "trainer_state.json is not valid JSON (truncated?)"
+    if not isinstance(state, dict) or not isinstance(state.get("global_step"), int):
+        return "trainer_state.json has no global_step"
+    weights = ckpt / "adapter_model.safetensors"
+    if weights.is_file():
+        try:
+            safetensors_header(weights)
+        except AdapterError:
+            return "adapter_model.safetensors is truncated"
+    return None
+
+
+def latest_checkpoint(ckpt_dir: Path, log=None) -> Path | None:
+    """The newest intact checkpoint under ``ckpt_dir`` (None: none). A newer damaged one (a
+    crash while it was written) is passed over, and ``log`` says so in one line."""
+    cands = sorted((p for p in Path(ckpt_dir).glob("checkpoint-*") if p.name.split("-")[-1].isdigit()
+                    and (p / "trainer_state.json").is_file()), key=lambda p: int(p.name.split("-")[-1]), reverse=True)
+    damaged = []
+    for ckpt in cands:
+        problem = checkpoint_problem(ckpt)
+        if problem is None:
+            if damaged and log is not None:
+                log(f"[train] --resume: {'; '.join(damaged)}; resuming from {ckpt.name}")
+            return ckpt
+        damaged.append(f"{ckpt.name} is damaged ({problem})")
+    if damaged and log is not None:
+        log(f"[train] --resume: {'; '.join(damaged)}; no intact checkpoint, starting from step 0")
+    return None
+
+
+def train_fingerprint(recipe: TrainRecipe) -> dict[str, Any]:
+    """What a training's adapter is computed from: the resolved recipe (secrets redacted) and
+    the content of the data stage's manifest (it lists every shard's sha256). The manifest
+    records it; a hand-run rerun compares (:func:`plumbing.runs.rerun_differences`, as ``dtw data`` does)."""
+    return {"recipe": redact_secrets(recipe.model_dump(mode="json")),
+            "data": manifest_content_sha256(recipe.data.dir)}
 
 
 @dataclass
@@ -98,10 +152,12 @@ class Curriculum:
     merging: dict[str, Any] | None = None  # data.shared_prefix: what merging did
 
 
-def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, log=print,
-                 callbacks: list | None = None) -> Path:
+def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, force: bool = False,
+                 log=print, callbacks: list | None = None) -> Path:
     """Train ``recipe`` into ``<out>/train/`` (checkpoints, final adapter, metrics, manifest
-    last); a complete stage is skipped unless ``resume``. Returns the stage folder."""
+    last). A complete stage trained from the same recipe and data is skipped, one trained
+    from others is refused (:class:`TrainingChanged`) unless ``resume`` (continue it) or
+    ``force`` (start afresh: its checkpoints and adapter are deleted). Returns the stage folder."""
     import torch
     from accelerate import PartialState
 
@@ -115,14 +171,26 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
     state = PartialState(cpu=not torch.cuda.is_available())
     run = RunDir.create(out)
     stage = run.stage("train")
-    if run.complete("train") and not resume:
-        log(f"[skip] train: {stage / 'manifest.json'} exists (use --resume or a new --out)")
-        return stage
+    fingerprint = train_fingerprint(recipe)
+    if run.complete("train") and not resume and not force:
+        diffs = rerun_differences(run.manifest("train") or {}, fingerprint)
+        if not diffs:
+            log(f"[skip] train: {stage / 'manifest.json'} exists (trained from this recipe and data)")
+            return stage
+        raise TrainingChanged(f"train: {stage} was trained from something else ({'; '.join(diffs)}); "
+                              "use --force to retrain it, or a new --out")
     started = time.time()
     stage.mkdir(parents=True, exist_ok=True)
-    if state.is_main_process and (stage / "manifest.json").exists():
-        (stage / "manifest.json").unlink()  # resuming: the stage is incomplete until the end
     ckpt_dir = stage / "checkpoints"
+    if state.is_main_process:
+        (stage / "manifest.json").unlink(missing_ok=True)  # the stage is incomplete until the end
+        if force:  # afresh: the old run's checkpoints and adapter are of other inputs
+            import shutil
+
+            for own in (ckpt_dir, stage / "final"):
+                if own.is_dir() and not own.is_symlink():
+                    shutil.rmtree(own)
+    state.wait_for_everyone()
 
     data_manifest = check_data_dir(recipe.data.dir)
     resolved = resolve_model(recipe.model.spec)
@@ -133,7 +201,7 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
     model, peft_config = build_model(recipe, resolved)
     trainer, bf16 = build_trainer(recipe, model, peft_config, tokenizer, data, ckpt_dir, callbacks, log)
 
-    resume_from = latest_checkpoint(ckpt_dir) if resume else None
+    resume_from = latest_checkpoint(ckpt_dir, log) if resume else None
     if resume and resume_from is None:
         log(f"[train] --resume: no checkpoint in {ckpt_dir}, starting from step 0")
     result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
@@ -158,7 +226,8 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
         }
         atomic_write_json(stage / "metrics.json", metrics)
         write_train_manifest(stage, recipe, data, data_manifest, metrics, resolved=resolved.to_manifest(),
-                             template_source=choice.source, bf16=bf16, final=final, started=started)
+                             template_source=choice.source, bf16=bf16, final=final, started=started,
+                             fingerprint=fingerprint)
         log(f"[train] done: {trainer.state.global_step} steps, loss {result.training_loss:.4f} -> {final}")
     state.wait_for_everyone()
     return stage
@@ -304,7 +373,7 @@ def build_trainer(recipe: TrainRecipe, model: Any, peft_config: Any, tokenizer: 
 
 def write_train_manifest(stage: Path, recipe: TrainRecipe, data: Curriculum, data_manifest: dict[str, Any],
                          metrics: dict[str, Any], *, resolved: dict[str, Any], template_source: str, bf16: bool,
-                         final: Path, started: float) -> None:
+                         final: Path, started: float, fingerprint: dict[str, Any] | None = None) -> None:
     """The train stage's manifest, written last: its presence marks the stage complete."""
     write_manifest(
         stage, stage="train", config=recipe,
@@ -317,10 +386,13 @@ def write_train_manifest(stage: Path, recipe: TrainRecipe, data: Curriculum, dat
                 "target_tokens": data.target_tokens},
         extra={"model": resolved, "chat_template_source": template_source,
                "bf16": bf16, "shared_prefix": data.merging,
-               "prompt_mode": recipe.data.prompt_mode, "final_adapter": str(final),
+               "prompt_mode": recipe.data.prompt_mode,
+               # relative to this folder: a copied run's manifest names its own copy
+               "final_adapter": final.relative_to(stage).as_posix(),
                # the serving profiles of the curriculum, carried to the adapter and the eval
                "serving_profiles": data_manifest.get("serving_profiles", []),
-               "metrics": {k: v for k, v in metrics.items() if k != "log_history"}},
+               "metrics": {k: v for k, v in metrics.items() if k != "log_history"},
+               "fingerprint": fingerprint, "fingerprint_sha256": fingerprint_sha256(fingerprint)},
         started_at=started,
     )
 

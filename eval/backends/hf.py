@@ -59,6 +59,9 @@ class HFBackend(LocalBackend):
         if adapter_dir:
             from peft import PeftModel
 
+            from plumbing.adapters import check_adapter
+
+            check_adapter(adapter_dir)  # truncated or inconsistent weights: one line, not PEFT's traceback
             net = PeftModel.from_pretrained(net, adapter_dir)
         net.eval()
         self.model = net

@@ -31,6 +31,10 @@ class VLLMBackend(LocalBackend):
         from plumbing.chat_templates import choose_template
         from plumbing.models import load_tokenizer, resolve_model
 
+        if adapter_dir:
+            from plumbing.adapters import check_adapter
+
+            check_adapter(adapter_dir)  # before the engine starts: one line, not a traceback
         resolved = resolve_model(model)
         self.spec, self.adapter_dir, self.adapter_name = model, adapter_dir, adapter_name
         self.tokenizer = load_tokenizer(resolved)

@@ -6,6 +6,7 @@ a NaN metric was written into report.json)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -61,10 +62,11 @@ def test_hostile_files_and_empty_runs_fail_in_one_line(project_root, tmp_path, c
     (data / "manifest.json").write_text(json.dumps({"format": MANIFEST_FORMAT, "stage": "data"}))
     assert data_gen(["inspect", str(data)]) == 2
     assert "not a data manifest" in _one_line(capsys.readouterr().err)
-    (data / "manifest.json").write_text(json.dumps({
-        "format": MANIFEST_FORMAT, "stage": "data", "counts": {"train": 1, "kinds": {}},
-        "doctrine": {"version": "v1", "sha256": "0" * 64}, "splits": ["train"]}))
     (data / "train" / "shard-00000.parquet").write_bytes(b"PAR1" + b"\x00" * 40)
+    (data / "manifest.json").write_text(json.dumps({  # it lists the shard: the shard itself is bad
+        "format": MANIFEST_FORMAT, "stage": "data", "counts": {"train": 1, "kinds": {}},
+        "doctrine": {"version": "v1", "sha256": "0" * 64}, "splits": ["train"],
+        "files": {"train/shard-00000.parquet": hashlib.sha256(b"PAR1" + b"\x00" * 40).hexdigest()}}))
     assert data_gen(["inspect", str(data), "--plain"]) == 2
     assert "unreadable parquet shard" in _one_line(capsys.readouterr().err)
 

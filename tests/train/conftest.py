@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from doctrine.spec import load_doctrine
-from plumbing.runs import write_manifest
+from plumbing.runs import file_sha256, write_manifest
 
 TOOLS = [
     {"type": "function", "function": {"name": "compress", "description": "Fold consumed messages into a summary block.",
@@ -71,8 +71,9 @@ def build_sft_data(root: Path, n_train: int = 12, n_val: int = 4, session_rows: 
                         ("validation", [make_row(100 + i, kinds[i % 3], session(100 + i)) for i in range(n_val)])):
         (root / split).mkdir(parents=True, exist_ok=True)
         Dataset.from_list(rows).to_parquet(str(root / split / "shard-00000.parquet"))
+    files = {f"{p.parent.name}/{p.name}": file_sha256(p) for p in sorted(root.glob("*/*.parquet"))}
     write_manifest(root, stage="data", counts={"train": n_train, "validation": n_val},
-                   doctrine=load_doctrine("v1").to_manifest())
+                   doctrine=load_doctrine("v1").to_manifest(), files=files)
     return root
 
 

@@ -93,9 +93,13 @@ def normalise_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_rows(data_dir: str | Path, split: str = "test", limit: int | None = None) -> list[dict[str, Any]]:
-    """Rows of ``<data_dir>/<split>/`` (parquet via pyarrow, or JSON lines), in file order."""
+    """Rows of ``<data_dir>/<split>/`` (parquet via pyarrow, or JSON lines), in file name
+    order; in a data stage's folder, the files its manifest lists and nothing else."""
+    from plumbing.runs import stage_files
+
     folder = Path(data_dir) / split
-    files = sorted(folder.glob("*.parquet")) + sorted(folder.glob("*.jsonl"))
+    # A data stage's folder: only the files its manifest lists, unchanged (StageInputError).
+    files = stage_files(data_dir, split)
     if not files:
         raise ValueError(f"{folder}: no *.parquet or *.jsonl files")
     rows: list[dict[str, Any]] = []
