@@ -303,8 +303,11 @@ class EvalRecipe(BaseConfig):
     horizon: int = Field(2, ge=0)  # hindsight horizon (steps) of the oracle policy
     # Serving profile of the kernel arms (doctrine.kernel.profile): gate preset, host variant,
     # nudge style; each arm's prompt mode completes it.
-    gate: Literal["reference", "default", "aggressive", "pocket"] = "aggressive"
-    host: Literal["proxy", "pi"] = "proxy"
+    gate: Literal["reference", "default", "aggressive", "pocket", "proxy"] = "aggressive"
+    host: Literal["proxy", "pi", "proxy_chat"] = "proxy"
+    # How replies' tool calls are read: "lenient" (the project's parser) or "hermes_strict"
+    # (as vLLM's --tool-call-parser hermes: a block with invalid JSON is no call; plumbing.tool_format).
+    tool_parser: Literal["lenient", "hermes_strict"] = "lenient"
     nudge_style: Literal["list", "list_only", "none"] = "list"
     # The distilled arm must run under a profile the adapter was trained with (its manifest's
     # serving_profiles); set true to evaluate it under another one on purpose (the report says so).

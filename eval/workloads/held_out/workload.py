@@ -42,7 +42,7 @@ from eval.workloads.base import Case, RunContext, call_record, safe_complete
 from eval.workloads.held_out.applied import apply_compress, apply_recovery
 from eval.workloads.held_out.decision_scoring import score_decision
 from eval.workloads.nudges import rerender_context
-from plumbing.chat_backend import Request
+from plumbing.chat_backend import Request, reparsed
 from plumbing.recipe_loader import BaseConfig
 
 ARMS_SUPPORTED = ("doctrine", "base_slim", "distilled")
@@ -561,6 +561,7 @@ class Decision:
     label_kind: str
     profile: Any
     request: Request
+    tool_parser: str = "lenient"
 
 
 def decision_for(row: dict[str, Any], arm: str, ctx: RunContext) -> Decision:
@@ -580,13 +581,16 @@ def decision_for(row: dict[str, Any], arm: str, ctx: RunContext) -> Decision:
     frame = request_frame(profile, ctx.doctrine, task_tools=task_tools)
     label_kind = KIND_OF_LABEL.get(str(meta.get("kind")), "ordinary")
     req = Request(context, frame.tools, info.use_adapter, ctx.max_tokens, {"target": target})
-    return Decision(context, target, notes, frame.tools, task_tools, frame.doctrine_text, label_kind, profile, req)
+    return Decision(context, target, notes, frame.tools, task_tools, frame.doctrine_text, label_kind, profile, req,
+                    ctx.tool_parser)
 
 
 def score_decision_reply(row: dict[str, Any], dec: Decision, comp: Any, doctrine: Any) -> dict[str, Any]:
     """What :func:`score_reply` says of ``comp`` (a Completion) for ``dec``, applied to the
     row's rebuilt kernel turn; ``kernel_messages`` holds what the kernel said."""
     meta = row["meta"]
+    if dec.tool_parser == "hermes_strict":  # the calls a vLLM hermes server would return
+        comp = reparsed(comp, strict=True)
     rebuilt, scored_by = rebuild_row(row)
     scores = score_reply(comp.message, dec.target, dec.context, dec.tools, comp.parse_errors,
                          dec.notes["nudge_present"], dec.label_kind, doctrine, view_refs=meta.get("view_refs"),
