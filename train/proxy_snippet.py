@@ -1,0 +1,115 @@
+"""What the billion-context proxy loads for an exported adapter: a config snippet in its format.
+
+The proxy (v0.1.45) takes its prompt texts only inline, as ``compress.prompts`` with four keys,
+and only with ``acknowledgePromptsRisk: true``; it reads no prompt-set folder and none of the
+adapter's other files (tools/proxy_record/FINDINGS.md, point 1). ``proxy_snippet`` builds that
+block from the doctrine's texts in the adapter's prompt mode, plus the settings a small window
+needs for folds to happen at all (FINDINGS.md: with the defaults an 8K window never folds), and
+the upstream entry with the declared window. ``proxy_note`` says what has no place in it.
+
+No text may be empty: the proxy's web config API refuses the whole ``compress`` object when
+one of the four is (its config file accepts it). Where the distilled text of a section is
+empty (the adapter was trained with that section absent), the snippet carries a one-line
+stand-in (``STAND_INS``), and the note says so: behind the proxy those lines are in the system
+prompt and in every nudge, where the training rows had nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from plumbing.runs import atomic_write_json, atomic_write_text
+
+__all__ = ["PROMPT_KEYS", "STAND_INS", "proxy_note", "proxy_snippet", "write_proxy_snippet"]
+
+# The proxy's prompt keys and the doctrine sections they take.
+PROMPT_KEYS = {"compressPhilosophy": "philosophy", "howToCompressRules": "how-to-compress",
+               "tier2DistillRules": "tier2", "tier3CondenseRules": "tier3"}
+STAND_INS = {
+    "compressPhilosophy": "Fold finished work into summaries that keep what the task still needs.",
+    "howToCompressRules": "Answer a nudge with one compress call over the ranges it lists.",
+    "tier2DistillRules": "Distil the listed summary blocks into one shorter block.",
+    "tier3CondenseRules": "Condense the listed blocks to the facts the task still needs.",
+}
+UPSTREAM = "http://127.0.0.1:8000"  # where the card's vLLM command listens (its default port)
+SMALL_WINDOW = 20_000  # below it the proxy's default recent zone and minimum range block every fold
+
+
+def _settings(profiles: list[dict[str, Any]]) -> tuple[int | None, dict[str, Any]]:
+    """The declared window and the compress settings of the adapter's serving profiles."""
+    from doctrine.kernel.profile import PROXY_MAX_TOKENS, profile_from_record
+    from doctrine.kernel.proxy_chat import SMALL_WINDOW_SETTINGS
+
+    resolved = [profile_from_record(p) for p in profiles]
+    if not resolved:
+        return None, dict(SMALL_WINDOW_SETTINGS)
+    window = max(p.window for p in resolved)
+    proxy_chat = all(p.host == "proxy_chat" for p in resolved)
+    declared = window + PROXY_MAX_TOKENS if proxy_chat else window
+    return declared, (dict(SMALL_WINDOW_SETTINGS) if declared < SMALL_WINDOW or proxy_chat else {})
+
+
+def proxy_snippet(doc: Any, mode: str, profiles: list[dict[str, Any]], model_name: str) -> dict[str, Any]:
+    """The proxy config block for an adapter: ``compress`` (the four texts, none empty,
+    acknowledgePromptsRisk, window settings) and the upstream provider with the window."""
+    prompts = {}
+    for key, section in PROMPT_KEYS.items():
+        text = doc.text(section, mode).strip() if section in doc.sections else ""
+        prompts[key] = text or STAND_INS[key]
+    declared, settings = _settings(profiles)
+    out: dict[str, Any] = {"compress": {"prompts": prompts, "acknowledgePromptsRisk": True, **settings}}
+    if declared is not None:
+        out["providers"] = {UPSTREAM: {"models": {model_name: {"context": declared}}}}
+    return out
+
+
+def proxy_note(doc: Any, mode: str, snippet: dict[str, Any]) -> str:
+    """The README beside the snippet: how to use it and what it cannot carry."""
+    from doctrine.acp_prompt_set import DEFAULT_FILES
+
+    stood_in = [k for k, s in PROMPT_KEYS.items() if not (s in doc.sections and doc.text(s, mode).strip())]
+    other = [n for n in doc.sections if n not in DEFAULT_FILES and n not in doc.reference_only]
+    prov = snippet.get("providers") or {}
+    window = next((m["context"] for v in prov.values() for m in v["models"].values()), None)
+    lines = [
+        "# billion-context proxy config for this adapter",
+        "",
+        "`billion-context.json` is a block of the proxy's config file (v0.1.45): merge its",
+        "`compress` and `providers` keys into the proxy's config and restart it. The texts are",
+        "inline because the proxy reads no prompt-set folder; `acknowledgePromptsRisk: true` is",
+        "what makes it use them.",
+        "",
+    ]
+    if window:
+        lines += [f"- Window: the upstream model is declared with `context: {window}`. Clients must send",
+                  "  `max_tokens: 512`: the proxy takes a request's `max_tokens` off the window (8,192 when",
+                  "  absent, which leaves nothing of a small window)."]
+    if snippet["compress"].get("preserveRecentTokens"):
+        lines += ["- `preserveRecentTokens` and `minCompressRange`: below ~20K windows the proxy's defaults",
+                  "  keep the whole conversation in the recent zone and never fold."]
+    if stood_in:
+        lines += [f"- Stand-in texts for {', '.join(f'`{k}`' for k in stood_in)}: the adapter was trained with",
+                  f"  these sections empty ({mode} prompts), but the proxy's config API refuses an empty text.",
+                  "  Behind the proxy each one-line stand-in appears in the system prompt (philosophy,",
+                  "  how-to) or in the tier-2/3 nudges, and how-to and philosophy again in every nudge."]
+    lines += [
+        "",
+        "## What has no place in the proxy's config",
+        "",
+        f"- {len(other)} other sections of `serving/`: {', '.join(other)}. The proxy writes its own",
+        "  tags, tools, summaries and nudge prose in their place, in its own words.",
+        "- `tools.json`: the proxy sends its own four compress-tool schemas after the client's tools.",
+        "- The chat template: it belongs to vLLM (`--chat-template`, see the model card).",
+        "- The gentle nudge's growth floor (acp-kernel's `minGrowthFloor`, 20,000): no proxy key",
+        "  reaches it, so at small windows only the pressure band (75 %) nudges.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_proxy_snippet(out: Path, doc: Any, mode: str, profiles: list[dict[str, Any]], model_name: str) -> Path:
+    """Write ``billion-context.json`` and ``billion-context.md`` into the adapter folder."""
+    snippet = proxy_snippet(doc, mode, profiles, model_name)
+    atomic_write_json(out / "billion-context.json", snippet)
+    atomic_write_text(out / "billion-context.md", proxy_note(doc, mode, snippet))
+    return out / "billion-context.json"
