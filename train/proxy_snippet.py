@@ -9,9 +9,9 @@ the upstream entry with the declared window. ``proxy_note`` says what has no pla
 
 No text may be empty: the proxy's web config API refuses the whole ``compress`` object when
 one of the four is (its config file accepts it). Where the distilled text of a section is
-empty (the adapter was trained with that section absent), the snippet carries a one-line
-stand-in (``STAND_INS``), and the note says so: behind the proxy those lines are in the system
-prompt and in every nudge, where the training rows had nothing.
+empty, the snippet carries a one-line stand-in (``doctrine.render.proxy_texts.STAND_INS``).
+Data rendered under the ``proxy_chat`` profile carries the same lines in the same places
+(system block, nudges); data of other profiles does not, and the note says so.
 """
 
 from __future__ import annotations
@@ -19,19 +19,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from doctrine.render.proxy_texts import PROMPT_KEYS, STAND_INS, proxy_prompt_texts
 from plumbing.runs import atomic_write_json, atomic_write_text
 
 __all__ = ["PROMPT_KEYS", "STAND_INS", "proxy_note", "proxy_snippet", "write_proxy_snippet"]
 
-# The proxy's prompt keys and the doctrine sections they take.
-PROMPT_KEYS = {"compressPhilosophy": "philosophy", "howToCompressRules": "how-to-compress",
-               "tier2DistillRules": "tier2", "tier3CondenseRules": "tier3"}
-STAND_INS = {
-    "compressPhilosophy": "Fold finished work into summaries that keep what the task still needs.",
-    "howToCompressRules": "Answer a nudge with one compress call over the ranges it lists.",
-    "tier2DistillRules": "Distil the listed summary blocks into one shorter block.",
-    "tier3CondenseRules": "Condense the listed blocks to the facts the task still needs.",
-}
 UPSTREAM = "http://127.0.0.1:8000"  # where the card's vLLM command listens (its default port)
 SMALL_WINDOW = 20_000  # below it the proxy's default recent zone and minimum range block every fold
 
@@ -53,10 +45,7 @@ def _settings(profiles: list[dict[str, Any]]) -> tuple[int | None, dict[str, Any
 def proxy_snippet(doc: Any, mode: str, profiles: list[dict[str, Any]], model_name: str) -> dict[str, Any]:
     """The proxy config block for an adapter: ``compress`` (the four texts, none empty,
     acknowledgePromptsRisk, window settings) and the upstream provider with the window."""
-    prompts = {}
-    for key, section in PROMPT_KEYS.items():
-        text = doc.text(section, mode).strip() if section in doc.sections else ""
-        prompts[key] = text or STAND_INS[key]
+    prompts = proxy_prompt_texts(doc, mode)
     declared, settings = _settings(profiles)
     out: dict[str, Any] = {"compress": {"prompts": prompts, "acknowledgePromptsRisk": True, **settings}}
     if declared is not None:
@@ -64,8 +53,9 @@ def proxy_snippet(doc: Any, mode: str, profiles: list[dict[str, Any]], model_nam
     return out
 
 
-def proxy_note(doc: Any, mode: str, snippet: dict[str, Any]) -> str:
-    """The README beside the snippet: how to use it and what it cannot carry."""
+def proxy_note(doc: Any, mode: str, snippet: dict[str, Any], proxy_chat: bool = False) -> str:
+    """The README beside the snippet: how to use it and what it cannot carry. ``proxy_chat``:
+    the adapter's data was rendered under the ``proxy_chat`` profile (it saw the stand-ins)."""
     from doctrine.acp_prompt_set import DEFAULT_FILES
 
     stood_in = [k for k, s in PROMPT_KEYS.items() if not (s in doc.sections and doc.text(s, mode).strip())]
@@ -89,10 +79,12 @@ def proxy_note(doc: Any, mode: str, snippet: dict[str, Any]) -> str:
         lines += ["- `preserveRecentTokens` and `minCompressRange`: below ~20K windows the proxy's defaults",
                   "  keep the whole conversation in the recent zone and never fold."]
     if stood_in:
-        lines += [f"- Stand-in texts for {', '.join(f'`{k}`' for k in stood_in)}: the adapter was trained with",
-                  f"  these sections empty ({mode} prompts), but the proxy's config API refuses an empty text.",
-                  "  Behind the proxy each one-line stand-in appears in the system prompt (philosophy,",
-                  "  how-to) or in the tier-2/3 nudges, and how-to and philosophy again in every nudge."]
+        seen = ("the adapter's data (proxy_chat profile) carries the same lines in the same places"
+                if proxy_chat else "the adapter was trained with these sections absent, so they are new to it")
+        lines += [f"- One-line stand-ins for {', '.join(f'`{k}`' for k in stood_in)}: the {mode} texts are",
+                  "  empty and the proxy's config API refuses an empty text. Behind the proxy philosophy and",
+                  "  how-to appear in the system prompt and in every nudge, tier 2/3 in their nudges;",
+                  f"  {seen}."]
     lines += [
         "",
         "## What has no place in the proxy's config",
@@ -110,6 +102,7 @@ def proxy_note(doc: Any, mode: str, snippet: dict[str, Any]) -> str:
 def write_proxy_snippet(out: Path, doc: Any, mode: str, profiles: list[dict[str, Any]], model_name: str) -> Path:
     """Write ``billion-context.json`` and ``billion-context.md`` into the adapter folder."""
     snippet = proxy_snippet(doc, mode, profiles, model_name)
+    proxy_chat = bool(profiles) and all(p.get("host") == "proxy_chat" for p in profiles)
     atomic_write_json(out / "billion-context.json", snippet)
-    atomic_write_text(out / "billion-context.md", proxy_note(doc, mode, snippet))
+    atomic_write_text(out / "billion-context.md", proxy_note(doc, mode, snippet, proxy_chat))
     return out / "billion-context.json"

@@ -96,14 +96,18 @@ def request_frame(profile: ServingProfile, doctrine: Doctrine | None, *, base_pr
 
 def _proxy_chat_frame(profile: ServingProfile, doctrine: Doctrine, base_prompt: str,
                       task_tools: Sequence[dict[str, Any]]) -> RequestFrame:
-    """The ``proxy_chat`` frame: the doctrine's block alone (the client's prompt is in the view),
-    the client's tools then the compress tools, the proxy-shaped nudge."""
+    """The ``proxy_chat`` frame: the doctrine's block alone (the client's prompt is in the view;
+    ``doctrine.render.proxy_texts``), the client's tools then the compress tools, the
+    proxy-shaped nudge with the same four texts as the exported proxy config."""
+    from doctrine.render.proxy_texts import proxy_block, proxy_doctrine
+
     mode = profile.prompt_mode
-    block = render_system_prompt(doctrine, mode)
+    block = proxy_block(doctrine, mode)
     own = tool_schemas(doctrine, mode, host=profile.variant.tools_host)
     tools = [dict(t) for t in task_tools] + own
     count = profile.count_usage
-    nudge = None if profile.nudge_style == "none" else proxy_nudge_text_for(doctrine, mode, profile.nudge_style)
+    texts = proxy_doctrine(doctrine, mode)  # the four texts the export gives the proxy
+    nudge = None if profile.nudge_style == "none" else proxy_nudge_text_for(texts, mode, profile.nudge_style)
     doctrine_text = block + json.dumps([t["function"]["description"] for t in own])
     fixed = count(block) + (count(tool_json(tools)) if tools else 0)
     return RequestFrame(profile, block, tools, fixed, doctrine_text, nudge, True, client_system=base_prompt,

@@ -131,3 +131,28 @@ def test_rendered_request_shape():
     assert req.token_count == 0 and req.sent_tokens > frame.fixed_tokens
     # without a previous call's count the renderer estimates this request (a lone request)
     assert render_request(frame, flatten(chat), CompressionState.initial()).token_count > frame.fixed_tokens
+
+
+def test_block_and_nudges_carry_the_exported_proxy_texts():
+    """The proxy_chat frame renders the four texts the export writes into the proxy's config:
+    philosophy and how-to in front of the block and in every nudge (the proxy's layout)."""
+    from doctrine.render.proxy_texts import proxy_block, proxy_prompt_texts
+
+    texts = proxy_prompt_texts(DOCTRINE, "distilled")
+    frame = request_frame(resolve_profile(POCKET_PROXY_WINDOW, "proxy", "proxy_chat"), DOCTRINE)
+    assert frame.system == proxy_block(DOCTRINE, "distilled")
+    assert frame.system.startswith(texts["compressPhilosophy"] + "\n\n" + texts["howToCompressRules"])
+    assert texts["tier2DistillRules"] not in frame.system
+    recs = _load("pocket-3k.jsonl.gz")
+    clients = {c["turn"]: c for c in _load("pocket-3k.client.jsonl.gz")}
+    state, seen = CompressionState.initial(), 0
+    frame = request_frame(resolve_profile(POCKET_PROXY_WINDOW, "proxy", "proxy_chat"), DOCTRINE,
+                          base_prompt=clients[1]["messages"][0]["content"], task_tools=CLIENT_TOOLS)
+    for t in (r for r in recs if r["type"] == "turn"):
+        msgs, _ = _client(clients[t["turn"]]["messages"])
+        req = render_request(frame, flatten(msgs[1:]), state, token_count=t["proxy_decision"]["token_count"])
+        if req.nudge_shown:
+            assert texts["compressPhilosophy"] in req.nudge_text and texts["howToCompressRules"] in req.nudge_text
+            seen += 1
+        state = req.view.state
+    assert seen > 0
