@@ -72,13 +72,15 @@ class Sources(BaseConfig):
 
 class ReplaySettings(BaseConfig):
     windows: list[int] = Field(default_factory=lambda: [16384, 32768])
-    gates: list[Literal["reference", "default", "aggressive", "pocket", "proxy"]] = Field(
+    gates: list[Literal["reference", "default", "aggressive", "pocket", "proxy", "proxy_pocket"]] = Field(
         default_factory=lambda: ["default", "aggressive"],
         description="gate presets of the serving profiles (doctrine.kernel.profile)")
     host: Literal["proxy", "pi", "proxy_chat"] = Field(
         "proxy", description="host variant of the serving profiles (proxy_chat: the proxy as recorded)")
     horizon: int = Field(2, description="steps ahead that decide whether a message is still needed")
     seed: int = 0
+    usage_counter: str = Field("acp-default", description="the host's fill counter: acp-default (chars/4) or "
+                               "model:SPEC (the served model's tokenizer, as the proxy_chat host reads it)")
 
 
 class Mixture(BaseConfig):

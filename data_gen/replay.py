@@ -122,7 +122,8 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
                    doctrine: Any = None, horizon: int = 2, seed: int = 0,
                    label_config: LabelConfig | None = None,
                    stats: ReplayStats | None = None, run_dir: str | None = None,
-                   labeler: Any = None, nudge_style: str = "list") -> Iterator[DecisionSample]:
+                   labeler: Any = None, nudge_style: str = "list",
+                   usage_counter: str = "acp-default") -> Iterator[DecisionSample]:
     """Drive ``session`` through the kernel and yield one labelled sample per decision point.
 
     Deterministic: the same session, settings and seed give byte-identical samples
@@ -140,7 +141,7 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
         doctrine = load_doctrine("v1")
     session.validate()  # a malformed session fails here, with a SessionError naming it
     profile = resolve_profile(window, gate, host, prompt_mode=prompt_mode, nudge_style=nudge_style,
-                              kernel_overrides=kernel_overrides)
+                              kernel_overrides=kernel_overrides, usage_counter=usage_counter)
     cfg = label_config or LabelConfig()
     if cfg.tools_host != profile.variant.tools_host:  # the host decides tool shapes and decompress style
         cfg = dataclasses.replace(cfg, tools_host=profile.variant.tools_host)

@@ -303,7 +303,7 @@ class EvalRecipe(BaseConfig):
     horizon: int = Field(2, ge=0)  # hindsight horizon (steps) of the oracle policy
     # Serving profile of the kernel arms (doctrine.kernel.profile): gate preset, host variant,
     # nudge style; each arm's prompt mode completes it.
-    gate: Literal["reference", "default", "aggressive", "pocket", "proxy"] = "aggressive"
+    gate: Literal["reference", "default", "aggressive", "pocket", "proxy", "proxy_pocket"] = "aggressive"
     host: Literal["proxy", "pi", "proxy_chat"] = "proxy"
     # How replies' tool calls are read: "lenient" (the project's parser) or "hermes_strict"
     # (as vLLM's --tool-call-parser hermes: a block with invalid JSON is no call; plumbing.tool_format).

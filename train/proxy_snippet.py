@@ -36,10 +36,12 @@ def _settings(profiles: list[dict[str, Any]]) -> tuple[int | None, dict[str, Any
     resolved = [profile_from_record(p) for p in profiles]
     if not resolved:
         return None, dict(SMALL_WINDOW_SETTINGS)
-    window = max(p.window for p in resolved)
-    proxy_chat = all(p.host == "proxy_chat" for p in resolved)
-    declared = window + PROXY_MAX_TOKENS if proxy_chat else window
-    return declared, (dict(SMALL_WINDOW_SETTINGS) if declared < SMALL_WINDOW or proxy_chat else {})
+    largest = max(resolved, key=lambda p: p.window)
+    if all(p.host == "proxy_chat" for p in resolved):  # the kernel the data ran, in proxy keys
+        k = largest.kernel
+        return largest.window + PROXY_MAX_TOKENS, {"preserveRecentTokens": k.preserve_recent_tokens,
+                                                   "minCompressRange": k.compress.min_compress_range}
+    return largest.window, (dict(SMALL_WINDOW_SETTINGS) if largest.window < SMALL_WINDOW else {})
 
 
 def proxy_snippet(doc: Any, mode: str, profiles: list[dict[str, Any]], model_name: str) -> dict[str, Any]:

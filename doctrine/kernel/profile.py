@@ -48,6 +48,9 @@ Gate presets (the only definition in the project):
   the recordings that fold used). With the ``proxy_chat`` host, ``window`` is the proxy's
   effective limit (declared window less ``max_tokens``, 512): 7,680 for an 8K window, and
   ``POCKET_PROXY_WINDOW`` (2,560, the ``pocket-3k`` recording) for the embedded model.
+* ``proxy_pocket``: ``proxy`` with a recent zone of 400 tokens and a minimum range of 600 chars
+  (both proxy config keys), for ``POCKET_PROXY_WINDOW``: at 800 / 1,000 a pocket session has
+  nothing foldable until its request is past the window.
 
 Hosts: ``proxy`` and ``pi`` were written from the kernel's spec; ``proxy_chat`` is the proxy
 as recorded over chat completions (``doctrine.kernel.proxy_chat``,
@@ -72,14 +75,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from doctrine.kernel.config import KernelConfig, apply_overrides
 from doctrine.kernel.host import HostConfig
 from plumbing.tokens import default_count_tokens
 
-PRESETS = ("reference", "default", "aggressive", "pocket", "proxy")
+PRESETS = ("reference", "default", "aggressive", "pocket", "proxy", "proxy_pocket")
 PROMPT_MODES = ("doctrine", "distilled")
 NUDGE_STYLES = ("list", "list_only", "none")  # doctrine.render.prompts.NUDGE_STYLES
 REFERENCE_WINDOW = 200_000
@@ -89,6 +92,11 @@ REFERENCE_WINDOW = 200_000
 # the proxy cannot reach (so gentle nudges never fire at small windows, as recorded).
 PROXY_RECENT_TOKENS = 800
 PROXY_MIN_RANGE = 1000
+# ``proxy_pocket``: the same two keys set smaller for the pocket window. At 800 / 1,000 the
+# recent zone holds most of a pocket session (the fixed part is ~1.3K of 2,560), so the
+# first foldable range appears only once the request is past the window.
+PROXY_POCKET_RECENT_TOKENS = 400
+PROXY_POCKET_MIN_RANGE = 600
 # The output budget the proxy takes off the declared window (``effective_limit``): a profile's
 # ``window`` under the ``proxy_chat`` host is the kernel's limit, the declared window less this.
 PROXY_MAX_TOKENS = 512
@@ -108,6 +116,9 @@ def gate_overrides(preset: str, window: int) -> dict[str, Any]:
         return {}
     if preset == "proxy":
         return {"preserve_recent_tokens": PROXY_RECENT_TOKENS, "compress": {"min_compress_range": PROXY_MIN_RANGE}}
+    if preset == "proxy_pocket":
+        return {"preserve_recent_tokens": PROXY_POCKET_RECENT_TOKENS,
+                "compress": {"min_compress_range": PROXY_POCKET_MIN_RANGE}}
     s = min(1.0, window / REFERENCE_WINDOW)
     recent = max(1, round(5000 * s))
     if preset == "default":
@@ -246,13 +257,26 @@ class ServingProfile:
 
     @property
     def count_usage(self):
-        """The host's fill counter over request text (``usage_counter``: the same estimator)."""
+        """The host's fill counter over request text (``usage_counter``): acp-kernel's
+        estimator, or ``model:SPEC``, the served model's tokenizer (the ``proxy_chat`` host
+        reads the server's real ``prompt_tokens``)."""
+        if self.usage_counter.startswith("model:"):
+            return _model_counter(self.usage_counter[len("model:"):])
         return default_count_tokens
+
+
+@lru_cache(maxsize=4)
+def _model_counter(spec: str):
+    from plumbing.models import load_tokenizer
+    from plumbing.tokens import TokenizerCounter, memo_counter
+
+    return memo_counter(TokenizerCounter(load_tokenizer(spec)))
 
 
 def resolve_profile(window: int, preset: str = "default", host: str = "proxy", *,
                     prompt_mode: str = "distilled", nudge_style: str = "list",
-                    kernel_overrides: dict[str, Any] | None = None) -> ServingProfile:
+                    kernel_overrides: dict[str, Any] | None = None,
+                    usage_counter: str = "acp-default") -> ServingProfile:
     """The one way to get a serving profile; every value is checked here."""
     gate_overrides(preset, window)  # validates preset and window
     if host not in HOSTS:
@@ -261,8 +285,10 @@ def resolve_profile(window: int, preset: str = "default", host: str = "proxy", *
         raise ValueError(f"unknown prompt mode {prompt_mode!r}; expected one of {list(PROMPT_MODES)}")
     if nudge_style not in NUDGE_STYLES:
         raise ValueError(f"unknown nudge style {nudge_style!r}; expected one of {list(NUDGE_STYLES)}")
+    if usage_counter != "acp-default" and not (usage_counter.startswith("model:") and len(usage_counter) > 6):
+        raise ValueError(f"unknown usage counter {usage_counter!r}; expected 'acp-default' or 'model:SPEC'")
     overrides = kernel_overrides or {}
-    p = ServingProfile(window, preset, host, prompt_mode, nudge_style,
+    p = ServingProfile(window, preset, host, prompt_mode, nudge_style, usage_counter=usage_counter,
                        overrides_json=_canonical(overrides))
     p.kernel  # noqa: B018 - resolve now: a bad override fails here, with its key named
     return p
@@ -274,7 +300,8 @@ def profile_from_record(rec: dict[str, Any]) -> ServingProfile:
     p = resolve_profile(rec["window"], rec.get("preset", "default"), rec.get("host", "proxy"),
                         prompt_mode=rec.get("prompt_mode", "distilled"),
                         nudge_style=rec.get("nudge_style", "list"),
-                        kernel_overrides=r.get("kernel_overrides") or {})
+                        kernel_overrides=r.get("kernel_overrides") or {},
+                        usage_counter=r.get("usage_counter", "acp-default"))
     if rec.get("sha256") and rec["sha256"] != p.sha256:
         raise ValueError(f"serving profile {rec['sha256'][:12]} does not resolve the same here "
                          f"(got {p.sha256[:12]}): the kernel or its presets changed since it was recorded")

@@ -27,7 +27,7 @@ def load_recipe(path: Path) -> DataRecipe:
 
 def test_recipe_is_the_proxy_pocket_profile():
     r = load_recipe(RECIPE)
-    assert r.replay.host == "proxy_chat" and r.replay.gates == ["proxy"]
+    assert r.replay.host == "proxy_chat" and r.replay.gates == ["proxy_pocket"]
     assert r.replay.windows == [POCKET_PROXY_WINDOW]
     assert RECIPE.read_text().startswith("# dtw data configs/data/pocket_proxy.yaml --out runs/pocket_proxy/data")
 
@@ -37,8 +37,8 @@ def test_rows_render_as_the_proxy_sends():
     syn = r.sources.synthetic
     session = generate("pocket_api", 27000, SessionSize(steps=syn.steps, tool_output_lines=tuple(syn.tool_output_lines)))
     stats = ReplayStats()
-    rows = list(replay_session(session, window=POCKET_PROXY_WINDOW, gate="proxy", host="proxy_chat",
-                               nudge_style=r.nudge_style, stats=stats))
+    rows = list(replay_session(session, window=POCKET_PROXY_WINDOW, gate="proxy_pocket", host="proxy_chat",
+                               nudge_style=r.nudge_style, stats=stats, usage_counter=r.replay.usage_counter))
     kinds = [s.meta["kind"] for s in rows]
     assert "emergency" in kinds and "ordinary" in kinds, kinds
     base = session.messages[0]["content"]

@@ -64,13 +64,14 @@ def test_serve_command_parses_with_absolute_paths(tmp_path, monkeypatch):
 
 def test_proxy_snippet_has_four_nonempty_texts_and_window_settings():
     doc = load_doctrine("v1")
-    prof = resolve_profile(POCKET_PROXY_WINDOW, "proxy", "proxy_chat").record()
+    prof = resolve_profile(POCKET_PROXY_WINDOW, "proxy_pocket", "proxy_chat").record()
     snip = proxy_snippet(doc, "distilled", [prof], "pocket")
     c = snip["compress"]
     assert set(c["prompts"]) == set(PROMPT_KEYS) and all(v.strip() for v in c["prompts"].values())
     assert c["prompts"] == STAND_INS  # v1's distilled rule texts are empty: the stand-ins
     assert c["acknowledgePromptsRisk"] is True
-    assert (c["preserveRecentTokens"], c["minCompressRange"]) == (800, 1000)
+    assert (c["preserveRecentTokens"], c["minCompressRange"]) == (400, 600)  # the data's kernel
+    assert proxy_snippet(doc, "distilled", [], "m")["compress"]["preserveRecentTokens"] == 800  # no profile
     assert snip["providers"] == {"http://127.0.0.1:8000": {"models": {"pocket": {"context": 3072}}}}
     doctrine_mode = proxy_snippet(doc, "doctrine", [], "m")["compress"]["prompts"]
     assert doctrine_mode["compressPhilosophy"] == doc.text("philosophy", "doctrine").strip()

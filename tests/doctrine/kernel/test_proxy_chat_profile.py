@@ -43,6 +43,12 @@ def test_proxy_preset_is_the_proxys_tuned_kernel():
     assert p.to_dict()["host_variant"]["context_count"] == "previous-prompt"
     # the spec-written hosts keep their resolved values (and so their manifests' hashes)
     assert "system_in_view" not in resolve_profile(4096).to_dict()["host_variant"]
+    small = {"preserveRecentTokens": 400, "minCompressRange": 600}
+    assert resolve_profile(2560, "proxy_pocket", "proxy_chat").kernel == proxy_config(3072, 512, small)
+    counted = resolve_profile(2560, "proxy_pocket", "proxy_chat", usage_counter="model:embedded:smollm2-135m-instruct")
+    assert counted.sha256 != p.sha256 and counted.count_usage("def f(x):\n    return x") > 0
+    with pytest.raises(ValueError, match="unknown usage counter"):
+        resolve_profile(2560, "proxy", "proxy_chat", usage_counter="words")
 
 
 @pytest.mark.parametrize("name", ["tuned-8k", "pocket-3k", "ignore-8k"])
