@@ -323,7 +323,8 @@ def _kernel_input(point: DecisionPoint, label: Any) -> dict[str, Any]:
         ids = set(rec.get("fact_ids") or [])
         needed = {"blocks": list(rec.get("blocks") or []),
                   "facts": [f.text for f in point.session.facts if f.id in ids]}
-    return kernel_snapshot(point.flat, point.state_before, point.profile, point.token_count, needed)
+    flat = point.kernel_flat if point.kernel_flat is not None else point.flat
+    return kernel_snapshot(flat, point.state_before, point.profile, point.token_count, needed)
 
 
 def _sample(point: DecisionPoint, label: Any, system_prompt: str, tools: list[dict[str, Any]],

@@ -58,6 +58,9 @@ class DecisionPoint:
     # The chat messages as the host sends them, system first (``render_request``): a training
     # row shows exactly these. None for points built without a request.
     request_messages: list[dict[str, Any]] | None = None
+    # The kernel's input where the host adds to the history (proxy_chat: the client's system
+    # message first, earlier folds gone); None where it is ``flat``.
+    kernel_flat: list[Message] | None = None
 
     @property
     def nudge(self):
@@ -133,4 +136,4 @@ def build_point(session: Any, step: int, visible: int, history: list[dict[str, A
                          action_index=action_index, recovery=recovery,
                          units=units if units is not None else tool_units(session.messages),
                          profile=profile, sent_tokens=req.sent_tokens, fixed_tokens=frame.fixed_tokens,
-                         request_messages=req.messages)
+                         request_messages=req.messages, kernel_flat=req.kernel_flat)

@@ -146,6 +146,7 @@ class Request:
     sent_tokens: int  # the request as finally sent (after truncation, with the nudge)
     window: int
     nudge_text: str = ""
+    kernel_flat: list[Message] | None = None  # proxy_chat: the kernel's input (client system first)
 
     @property
     def overflow(self) -> bool:
@@ -214,7 +215,7 @@ def _render_proxy_chat(frame: RequestFrame, flat: list[Message], state: Compress
         view_msgs.append(Message(id=NUDGE_MESSAGE_ID, role="user", content_type="text", text=nudge))
     view = ModelView(view_msgs, r.state, r.decision, r.truncated, r.nudge_shown)
     sent = frame.fixed_tokens + sum(p.count_usage(m.text) for m in view_msgs)
-    return Request(r.messages, [dict(t) for t in r.tools], view, tc, sent, p.window, nudge)
+    return Request(r.messages, [dict(t) for t in r.tools], view, tc, sent, p.window, nudge, kernel_flat=hist)
 
 
 def _sized_proxy(frame: RequestFrame, hist: list[Message], state: CompressionState) -> int:

@@ -57,3 +57,26 @@ def test_rows_render_as_the_proxy_sends():
         assert "compress" not in calls or s.meta["action_index"] > 0, json.dumps(calls)
     emergency = next(s for s in rows if s.meta["kind"] == "emergency")
     assert '"startId": "<ID>"' in emergency.messages[-2]["content"]  # the proxy's example form
+
+
+def test_rows_rebuild_for_the_eval_and_the_label_applies():
+    """The eval rebuilds a proxy_chat row's kernel turn from ``meta.kernel_input`` (the client's
+    system message first) and the labelled compress applies to it."""
+    from doctrine.kernel.compress import apply_compression
+    from doctrine.label.actions import host_ranges
+    from eval.workloads.held_out.workload import rebuild_row
+    from plumbing.tool_format import arguments_object
+
+    r = load_config(RECIPE, DataRecipe)
+    syn = r.sources.synthetic
+    session = generate("pocket_api", 27000, SessionSize(steps=syn.steps, tool_output_lines=tuple(syn.tool_output_lines)))
+    rows = [s.to_dict() for s in replay_session(session, window=POCKET_PROXY_WINDOW, gate="proxy_pocket",
+                                                host="proxy_chat", nudge_style=r.nudge_style,
+                                                usage_counter=r.replay.usage_counter)]
+    folds = [row for row in rows if row["meta"]["kind"] == "emergency"]
+    assert folds and all(rebuild_row(row)[1] == "kernel" for row in rows)
+    for row in folds:
+        rebuilt, _ = rebuild_row(row)
+        args = arguments_object(row["messages"][-1]["tool_calls"][0]["function"]["arguments"])
+        res = apply_compression(host_ranges(args), rebuilt.compress_messages, rebuilt.state, rebuilt.profile.kernel)
+        assert res.blocks_created > 0 and not res.errors, res.errors
