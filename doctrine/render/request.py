@@ -32,7 +32,7 @@ What carries over is what the structure says; what a model keyed to our exact se
 learned does not. To train robustly, render each session under several paraphrases of the
 block and the nudge texts (doctrine versions or prompt sets that differ in wording only) and
 evaluate on one held out; the real proxy's text can be checked at serve time only (by the
-end-to-end run of issue 41), never committed.
+end-to-end check behind the real proxy), never committed.
 """
 
 from __future__ import annotations
