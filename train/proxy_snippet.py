@@ -76,7 +76,10 @@ def proxy_note(doc: Any, mode: str, snippet: dict[str, Any], proxy_chat: bool = 
     if window:
         lines += [f"- Window: the upstream model is declared with `context: {window}`. Clients must send",
                   "  `max_tokens: 512`: the proxy takes a request's `max_tokens` off the window (8,192 when",
-                  "  absent, which leaves nothing of a small window)."]
+                  "  absent, which leaves nothing of a small window).",
+                  "  The proxy gates on the previous call's prompt tokens, so a request carrying a nudge can",
+                  "  be larger than this window (pocket data: up to ~3.8K tokens at 3,072): serve vLLM with",
+                  "  a `--max-model-len` above the declared context (4096 for the pocket window)."]
     if snippet["compress"].get("preserveRecentTokens"):
         lines += ["- `preserveRecentTokens` and `minCompressRange`: below ~20K windows the proxy's defaults",
                   "  keep the whole conversation in the recent zone and never fold."]

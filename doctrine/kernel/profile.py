@@ -256,6 +256,14 @@ class ServingProfile:
         return default_count_tokens
 
     @property
+    def count_request(self):
+        """With ``usage_counter`` ``model:SPEC``: (messages, tools) -> the request's prompt tokens
+        through the model's chat template; None with acp-kernel's estimator."""
+        if self.usage_counter.startswith("model:"):
+            return _request_counter(self.usage_counter[len("model:"):])
+        return None
+
+    @property
     def count_usage(self):
         """The host's fill counter over request text (``usage_counter``): acp-kernel's
         estimator, or ``model:SPEC``, the served model's tokenizer (the ``proxy_chat`` host
@@ -263,6 +271,18 @@ class ServingProfile:
         if self.usage_counter.startswith("model:"):
             return _model_counter(self.usage_counter[len("model:"):])
         return default_count_tokens
+
+
+@lru_cache(maxsize=4)
+def _request_counter(spec: str):
+    """Prompt tokens of a whole request as the served model sees it: its chat template over
+    the messages and tool schemas (what vLLM reports as ``prompt_tokens``)."""
+    from plumbing.chat_templates import chat_token_ids, choose_template
+    from plumbing.models import load_tokenizer
+
+    tok = load_tokenizer(spec)
+    template = choose_template(tok).template
+    return lambda messages, tools: len(chat_token_ids(tok, messages, tools or None, template))
 
 
 @lru_cache(maxsize=4)

@@ -214,7 +214,8 @@ def _render_proxy_chat(frame: RequestFrame, flat: list[Message], state: Compress
     if r.nudge_shown:
         view_msgs.append(Message(id=NUDGE_MESSAGE_ID, role="user", content_type="text", text=nudge))
     view = ModelView(view_msgs, r.state, r.decision, r.truncated, r.nudge_shown)
-    sent = frame.fixed_tokens + sum(p.count_usage(m.text) for m in view_msgs)
+    whole = p.count_request  # the served model's own count, where the profile names the model
+    sent = whole(r.messages, r.tools) if whole else frame.fixed_tokens + sum(p.count_usage(m.text) for m in view_msgs)
     return Request(r.messages, [dict(t) for t in r.tools], view, tc, sent, p.window, nudge, kernel_flat=hist)
 
 

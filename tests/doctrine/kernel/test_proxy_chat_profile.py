@@ -162,3 +162,19 @@ def test_block_and_nudges_carry_the_exported_proxy_texts():
             seen += 1
         state = req.view.state
     assert seen > 0
+
+
+def test_model_usage_counter_counts_the_request_through_the_chat_template():
+    """With ``usage_counter="model:SPEC"`` a request's size (the next call's fill) is its prompt
+    tokens through the model's chat template, tool schemas included, as vLLM reports them."""
+    from plumbing.chat_templates import chat_token_ids, choose_template
+    from plumbing.models import load_tokenizer
+
+    spec = "embedded:smollm2-135m-instruct"
+    profile = resolve_profile(POCKET_PROXY_WINDOW, "proxy_pocket", "proxy_chat", usage_counter=f"model:{spec}")
+    frame = request_frame(profile, DOCTRINE, base_prompt="You fix bugs.", task_tools=CLIENT_TOOLS)
+    req = render_request(frame, flatten([{"role": "user", "content": "fix it"}]), CompressionState.initial(),
+                         token_count=0)
+    tok = load_tokenizer(spec)
+    assert req.sent_tokens == len(chat_token_ids(tok, req.messages, req.tools, choose_template(tok).template))
+    assert req.sent_tokens > frame.fixed_tokens  # the template's tool rendering is more than the JSON estimate
