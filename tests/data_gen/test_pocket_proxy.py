@@ -75,6 +75,12 @@ def test_rows_rebuild_for_the_eval_and_the_label_applies():
                                                 usage_counter=r.replay.usage_counter)]
     folds = [row for row in rows if row["meta"]["kind"] == "emergency"]
     assert folds and all(rebuild_row(row)[1] == "kernel" for row in rows)
+    from doctrine.spec import load_doctrine
+    from eval.workloads.nudges import rerender_context
+
+    for row in rows:  # the eval sends the row's system message as it is (same prompt mode)
+        out, notes = rerender_context(row["messages"][:-1], load_doctrine("v1"), "distilled", "distilled", row["meta"])
+        assert notes["system"] == "kept" and out[0] == row["messages"][0]
     for row in folds:
         rebuilt, _ = rebuild_row(row)
         args = arguments_object(row["messages"][-1]["tool_calls"][0]["function"]["arguments"])
