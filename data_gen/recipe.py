@@ -104,12 +104,15 @@ class ReplaySettings(BaseConfig):
     windows: list[Annotated[int, Field(ge=MIN_WINDOW)]] = Field(
         default_factory=lambda: [16384, 32768], min_length=1,
         description="context windows (tokens) every session is replayed under")
-    gates: list[Literal["reference", "default", "aggressive", "pocket"]] = Field(
+    gates: list[Literal["reference", "default", "aggressive", "pocket", "proxy", "proxy_pocket"]] = Field(
         default_factory=lambda: ["default", "aggressive"], min_length=1,
         description="gate presets of the serving profiles (doctrine.kernel.profile)")
-    host: Literal["proxy", "pi"] = Field("proxy", description="host variant of the serving profiles")
+    host: Literal["proxy", "pi", "proxy_chat"] = Field(
+        "proxy", description="host variant of the serving profiles (proxy_chat: the proxy as recorded)")
     horizon: int = Field(2, ge=0, description="steps ahead that decide whether a message is still needed")
     seed: int = Field(0, ge=0, description="seed of the labeler's choices during replay")
+    usage_counter: str = Field("acp-default", description="the host's fill counter: acp-default (chars/4) or "
+                               "model:SPEC (the served model's tokenizer, as the proxy_chat host reads it)")
 
 
 class Mixture(BaseConfig):

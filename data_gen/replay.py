@@ -122,7 +122,8 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
                    doctrine: Any = None, horizon: int = 2, seed: int = 0,
                    label_config: LabelConfig | None = None,
                    stats: ReplayStats | None = None, run_dir: str | None = None,
-                   labeler: Any = None, nudge_style: str = "list") -> Iterator[DecisionSample]:
+                   labeler: Any = None, nudge_style: str = "list",
+                   usage_counter: str = "acp-default") -> Iterator[DecisionSample]:
     """Drive ``session`` through the kernel and yield one labelled sample per decision point.
 
     Deterministic: the same session, settings and seed give byte-identical samples
@@ -140,10 +141,10 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
         doctrine = load_doctrine("v1")
     session.validate()  # a malformed session fails here, with a SessionError naming it
     profile = resolve_profile(window, gate, host, prompt_mode=prompt_mode, nudge_style=nudge_style,
-                              kernel_overrides=kernel_overrides)
+                              kernel_overrides=kernel_overrides, usage_counter=usage_counter)
     cfg = label_config or LabelConfig()
-    if cfg.tools_host != profile.host:  # the host decides tool shapes and decompress style
-        cfg = dataclasses.replace(cfg, tools_host=profile.host)
+    if cfg.tools_host != profile.variant.tools_host:  # the host decides tool shapes and decompress style
+        cfg = dataclasses.replace(cfg, tools_host=profile.variant.tools_host)
     stats = stats if stats is not None else ReplayStats()
     msgs = session.messages
     first = 1 if msgs and msgs[0].get("role") == "system" else 0
@@ -157,6 +158,8 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
     replaced: dict[int, dict[str, Any]] = {}
     pos = first
     n_action = 0
+    # proxy_chat: the fill is the previous call's prompt tokens (0 on a session's first call)
+    prev_sent: int | None = 0 if profile.variant.context_count == "previous-prompt" else None
     common = {"source": session.source, "family": session.family, "session_id": session.session_id,
               "window": window, "gate": gate, "horizon": horizon, "seed": seed, "prompt_mode": prompt_mode,
               "host": profile.host, "serving_profile": profile.sha256}
@@ -172,8 +175,11 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
         recovery: RecoveryState | None = None
         for action_index in range(cfg.max_actions_per_boundary + 1):
             point = build_point(session, step.index, b, history, state, frame,
-                                action_index=action_index, recovery=recovery, units=units)
+                                action_index=action_index, recovery=recovery, units=units,
+                                token_count=prev_sent)
             state = point.state
+            if prev_sent is not None:
+                prev_sent = point.sent_tokens
             stats.points += 1
             if action_index == cfg.max_actions_per_boundary:
                 stats.skip("action_limit", f"{session.session_id} step {step.index}")
@@ -317,13 +323,17 @@ def _kernel_input(point: DecisionPoint, label: Any) -> dict[str, Any]:
         ids = set(rec.get("fact_ids") or [])
         needed = {"blocks": list(rec.get("blocks") or []),
                   "facts": [f.text for f in point.session.facts if f.id in ids]}
-    return kernel_snapshot(point.flat, point.state_before, point.profile, point.token_count, needed)
+    flat = point.kernel_flat if point.kernel_flat is not None else point.flat
+    return kernel_snapshot(flat, point.state_before, point.profile, point.token_count, needed)
 
 
 def _sample(point: DecisionPoint, label: Any, system_prompt: str, tools: list[dict[str, Any]],
             common: dict[str, Any], step: Any) -> DecisionSample:
-    chat = to_chat(point.view.messages)
-    messages = [{"role": "system", "content": system_prompt}] + chat + [copy.deepcopy(label.message)]
+    if point.request_messages is not None and point.profile is not None and point.profile.variant.system_in_view:
+        head = copy.deepcopy(point.request_messages)  # proxy_chat: the request exactly as sent
+    else:
+        head = [{"role": "system", "content": system_prompt}] + to_chat(point.view.messages)
+    messages = head + [copy.deepcopy(label.message)]
     d = point.nudge
     meta = dict(common)
     meta.update({

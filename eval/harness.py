@@ -446,7 +446,7 @@ def _run_locked(recipe: EvalRecipe, out: Path, jobs: list[Job], stamps: dict[str
         def one(job: Job) -> None:
             ctx = RunContext(reference if _is_reference(job.arm) else be, doc, window=job.window, horizon=recipe.horizon, max_tokens=recipe.max_tokens,
                              arm_settings=recipe.arm_settings, kernel_overrides=recipe.kernel, gate=recipe.gate,
-                             host=recipe.host, nudge_style=recipe.nudge_style)
+                             host=recipe.host, nudge_style=recipe.nudge_style, tool_parser=recipe.tool_parser)
             before = be.stats() if recipe.concurrency == 1 else {}
             t0 = time.time()
             result = job.wl.run_case(job.case, job.arm, job.seed, ctx)

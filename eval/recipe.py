@@ -338,9 +338,13 @@ class EvalRecipe(BaseConfig):
     max_tokens: int = Field(256, ge=1, description="most tokens of one model reply")
     horizon: int = Field(2, ge=0, description="hindsight horizon (steps) of the oracle policy")
     # Serving profile of the kernel arms (doctrine.kernel.profile); each arm's prompt mode completes it.
-    gate: Literal["reference", "default", "aggressive", "pocket"] = Field(
+    gate: Literal["reference", "default", "aggressive", "pocket", "proxy", "proxy_pocket"] = Field(
         "aggressive", description="gate preset of the serving profile (doctrine/kernel/profile.py)")
-    host: Literal["proxy", "pi"] = Field("proxy", description="host variant of the serving profile")
+    host: Literal["proxy", "pi", "proxy_chat"] = Field(
+        "proxy", description="host variant of the serving profile (proxy_chat: the proxy as recorded)")
+    tool_parser: Literal["lenient", "hermes_strict"] = Field(
+        "lenient", description="how replies' tool calls are read: lenient (the project's parser) or "
+                               "hermes_strict (as vLLM's --tool-call-parser hermes: invalid JSON is no call)")
     nudge_style: Literal["list", "list_only", "none"] = Field(
         "list", description="how the kernel's nudges are rendered")
     allow_profile_mismatch: bool = Field(

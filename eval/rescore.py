@@ -170,7 +170,7 @@ def rescore(src: str | Path, out: str | Path, *, data_dir: str | Path | None = N
             continue
         ctx = RunContext(None, doc, window=job.window, horizon=recipe.horizon, max_tokens=recipe.max_tokens,
                          arm_settings=recipe.arm_settings, kernel_overrides=recipe.kernel, gate=recipe.gate,
-                         host=recipe.host, nudge_style=recipe.nudge_style)
+                         host=recipe.host, nudge_style=recipe.nudge_style, tool_parser=recipe.tool_parser)
         row = job.case.payload
         train = job.wl.train_targets() if hasattr(job.wl, "train_targets") else None
         scores = score_decision_reply(row, decision_for(row, job.arm, ctx), comp, doc, train)

@@ -45,16 +45,24 @@ class Completion:
 
 
 def reply_from_text(text: str, *, prompt_tokens: int, completion_tokens: int, latency_s: float,
-                    id_prefix: str = "call", extra: dict[str, Any] | None = None) -> Completion:
+                    id_prefix: str = "call", extra: dict[str, Any] | None = None,
+                    strict: bool = False) -> Completion:
     """Parse generated text with the project's one tool-call parser into a Completion."""
     from plumbing.tool_format import parse_assistant_text
 
-    parsed = parse_assistant_text(text, id_prefix=id_prefix)
+    parsed = parse_assistant_text(text, id_prefix=id_prefix, strict=strict)
     msg: dict[str, Any] = {"role": "assistant", "content": parsed.content}
     if parsed.tool_calls:
         msg["tool_calls"] = parsed.tool_calls
     return Completion(msg, text, parsed.tool_calls, list(parsed.errors), prompt_tokens,
                       completion_tokens, latency_s, dict(extra or {}))
+
+
+def reparsed(comp: Completion, *, strict: bool) -> Completion:
+    """``comp`` with its raw text parsed again (``strict``: as vLLM's hermes parser would,
+    ``plumbing.tool_format``); tokens, latency and extras kept."""
+    return reply_from_text(comp.raw_text, prompt_tokens=comp.prompt_tokens, completion_tokens=comp.completion_tokens,
+                           latency_s=comp.latency_s, extra=comp.extra, strict=strict)
 
 
 def prompt_text(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:

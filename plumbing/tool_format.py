@@ -15,6 +15,14 @@ Parsing is lenient where models are sloppy (an unterminated last block, ``parame
 for ``arguments``, arguments given as a JSON string, a trailing comma-free garbage tail)
 and strict where it matters: a block that is not a JSON object with a string ``name``
 is reported as an error, never guessed.
+
+``parse_assistant_text(text, strict=True)`` reads a reply the way vLLM's ``hermes`` tool
+parser does (non-streaming, the ``--tool-call-parser hermes`` of a served adapter): every
+``<tool_call>`` block (the last may be unterminated) must be exactly one JSON object with
+``name`` and ``arguments``; if any block fails, the reply has no call at all and its whole
+text is content. No ``parameters`` alias, no JSON-string arguments decoded, no trailing text
+inside a block. Streaming, vLLM passes such broken arguments on and the billion-context proxy
+parses them as ``{}`` (tools/proxy_record/FINDINGS.md, point 8): either way no usable call.
 """
 
 from __future__ import annotations
@@ -24,11 +32,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ParsedReply", "format_assistant_text", "format_tool_call", "parse_assistant_text",
+__all__ = ["PARSERS", "ParsedReply", "format_assistant_text", "format_tool_call", "parse_assistant_text",
            "normalise_tool_calls"]
+
+PARSERS = ("lenient", "hermes_strict")  # eval recipes' ``tool_parser``
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 _BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.S)
+_HERMES_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)", re.S)  # vLLM's, as it is
 
 
 def _arguments_dict(arguments: Any) -> Any:
@@ -93,9 +104,12 @@ class ParsedReply:
         return not self.errors
 
 
-def parse_assistant_text(text: str, *, id_prefix: str = "call") -> ParsedReply:
-    """Parse generated text into content + tool calls (arguments as JSON strings)."""
+def parse_assistant_text(text: str, *, id_prefix: str = "call", strict: bool = False) -> ParsedReply:
+    """Parse generated text into content + tool calls (arguments as JSON strings);
+    ``strict``: as vLLM's hermes parser (module docstring)."""
     text = text or ""
+    if strict:
+        return _parse_hermes_strict(text, id_prefix)
     first = text.find(OPEN)
     content = (text if first < 0 else text[:first]).strip()
     reply = ParsedReply(content=content)
@@ -127,3 +141,25 @@ def parse_assistant_text(text: str, *, id_prefix: str = "call") -> ParsedReply:
             "function": {"name": obj["name"], "arguments": json.dumps(args, ensure_ascii=False)},
         })
     return reply
+
+
+def _parse_hermes_strict(text: str, id_prefix: str) -> ParsedReply:
+    first = text.find(OPEN)
+    if first < 0:
+        return ParsedReply(content=text)
+    calls, errors = [], []
+    for n, (closed, open_tail) in enumerate(_HERMES_BLOCK.findall(text)):
+        raw = closed or open_tail
+        try:
+            obj = json.loads(raw)
+        except ValueError as exc:
+            errors.append(f"tool call {n + 1}: not valid JSON ({exc.msg} at char {exc.pos})")
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or "arguments" not in obj:
+            errors.append(f"tool call {n + 1}: expected an object with a string 'name' and 'arguments'")
+            continue
+        calls.append({"id": f"{id_prefix}_{n}", "type": "function",
+                      "function": {"name": obj["name"], "arguments": json.dumps(obj["arguments"], ensure_ascii=False)}})
+    if errors:  # vLLM drops every call of the reply and returns its whole text as content
+        return ParsedReply(content=text, errors=["hermes: no tool call parsed: " + "; ".join(errors)])
+    return ParsedReply(content=text[:first].strip(), tool_calls=calls)

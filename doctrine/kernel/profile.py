@@ -43,6 +43,19 @@ Gate presets (the only definition in the project):
   requests carry the tool schemas without parameter descriptions (``compact_tools``; the
   distilled system prompt still names every tool with its one-line description).
 
+* ``proxy``: the billion-context proxy's kernel as its config file can set it: acp-kernel's
+  defaults with a recent zone of 800 tokens and a minimum range of 1,000 chars (the settings
+  the recordings that fold used). With the ``proxy_chat`` host, ``window`` is the proxy's
+  effective limit (declared window less ``max_tokens``, 512): 7,680 for an 8K window, and
+  ``POCKET_PROXY_WINDOW`` (2,560, the ``pocket-3k`` recording) for the embedded model.
+* ``proxy_pocket``: ``proxy`` with a recent zone of 400 tokens and a minimum range of 600 chars
+  (both proxy config keys), for ``POCKET_PROXY_WINDOW``: at 800 / 1,000 a pocket session has
+  nothing foldable until its request is past the window.
+
+Hosts: ``proxy`` and ``pi`` were written from the kernel's spec; ``proxy_chat`` is the proxy
+as recorded over chat completions (``doctrine.kernel.proxy_chat``,
+tools/proxy_record/FINDINGS.md), rendered by ``doctrine.render.request.render_request``.
+
 What each preset means at 4K, 32K and 200K (G / effective floor / minimum range chars /
 recent-zone tokens):
 
@@ -62,17 +75,35 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from doctrine.kernel.config import KernelConfig, apply_overrides
 from doctrine.kernel.host import HostConfig
 from plumbing.tokens import default_count_tokens
 
-PRESETS = ("reference", "default", "aggressive", "pocket")
+PRESETS = ("reference", "default", "aggressive", "pocket", "proxy", "proxy_pocket")
 PROMPT_MODES = ("doctrine", "distilled")
 NUDGE_STYLES = ("list", "list_only", "none")  # doctrine.render.prompts.NUDGE_STYLES
 REFERENCE_WINDOW = 200_000
+# The ``proxy`` preset: the billion-context proxy's kernel with the two settings its config
+# file must set for folds below ~20K windows (``doctrine.kernel.proxy_chat.SMALL_WINDOW_SETTINGS``,
+# tools/proxy_record/FINDINGS.md "tuned-8k"); every other gate is acp-kernel's default, which
+# the proxy cannot reach (so gentle nudges never fire at small windows, as recorded).
+PROXY_RECENT_TOKENS = 800
+PROXY_MIN_RANGE = 1000
+# ``proxy_pocket``: the same two keys set smaller for the pocket window. At 800 / 1,000 the
+# recent zone holds most of a pocket session (the fixed part is ~1.3K of 2,560), so the
+# first foldable range appears only once the request is past the window.
+PROXY_POCKET_RECENT_TOKENS = 400
+PROXY_POCKET_MIN_RANGE = 600
+# The output budget the proxy takes off the declared window (``effective_limit``): a profile's
+# ``window`` under the ``proxy_chat`` host is the kernel's limit, the declared window less this.
+PROXY_MAX_TOKENS = 512
+# The pocket-scale variant: the ``pocket-3k`` recording's 3,072 window less 512. About 1.3K
+# SmolLM2 tokens are fixed behind the proxy (its block, its four schemas), so the pocket
+# preset's 1.5-2K windows cannot hold a session there.
+POCKET_PROXY_WINDOW = 3072 - PROXY_MAX_TOKENS
 
 
 def gate_overrides(preset: str, window: int) -> dict[str, Any]:
@@ -83,6 +114,11 @@ def gate_overrides(preset: str, window: int) -> dict[str, Any]:
         raise ValueError(f"window must be a positive integer, got {window!r}")
     if preset == "reference":
         return {}
+    if preset == "proxy":
+        return {"preserve_recent_tokens": PROXY_RECENT_TOKENS, "compress": {"min_compress_range": PROXY_MIN_RANGE}}
+    if preset == "proxy_pocket":
+        return {"preserve_recent_tokens": PROXY_POCKET_RECENT_TOKENS,
+                "compress": {"min_compress_range": PROXY_POCKET_MIN_RANGE}}
     s = min(1.0, window / REFERENCE_WINDOW)
     recent = max(1, round(5000 * s))
     if preset == "default":
@@ -116,6 +152,18 @@ class HostVariant:
     decompress: str  # "proxy" (restore + deactivate) | "pi" (inline or file, block stays)
     compress_on: str  # "history" (the host's messages) | "view" (the tagged, pruned view)
     compress_args: str = "startId/endId"  # the compress tool's range keys
+    # What only the recorded proxy host (``proxy_chat``) does differently; the defaults are
+    # the spec-written hosts'.
+    system_in_view: bool = False  # the client's system message is view message m00001
+    tool_result_names: bool = True  # tool results carry the tool's name
+    client_tools_first: bool = False  # the client's tools, then the compress tools
+    folds_kept: bool = True  # earlier turns' compress calls stay in later requests
+    context_count: str = "estimate"  # "estimate" (this request) | "previous-prompt"
+
+    @property
+    def tools_host(self) -> str:
+        """Which host's compress-tool schemas and decompress style (``doctrine.render.tools``)."""
+        return "pi" if self.name == "pi" else "proxy"
 
     def host_config(self, nudge_style: str) -> HostConfig:
         return HostConfig(summaries=self.summaries, tags=self.tags,
@@ -128,6 +176,13 @@ HOSTS = {
                          decompress="proxy", compress_on="history"),
     "pi": HostVariant("pi", tags="all", summaries="compress-call", nudge="trailing-user",
                       decompress="pi", compress_on="view"),
+    # The proxy as recorded over chat completions (doctrine/kernel/proxy_chat.py): system
+    # message as m00001, nameless tool results, client tools first, no earlier fold kept,
+    # fill = the previous call's prompt tokens, compress applied to the tagged view.
+    "proxy_chat": HostVariant("proxy_chat", tags="text-only", summaries="compress-call",
+                              nudge="trailing-user", decompress="proxy", compress_on="view",
+                              system_in_view=True, tool_result_names=False, client_tools_first=True,
+                              folds_kept=False, context_count="previous-prompt"),
 }
 
 
@@ -177,7 +232,10 @@ class ServingProfile:
             "kernel_counter": self.kernel_counter, "usage_counter": self.usage_counter,
             "host_variant": {"tags": v.tags, "summaries": v.summaries, "nudge": self.host_config.nudge,
                              "decompress": v.decompress, "compress_on": v.compress_on,
-                             "compress_args": v.compress_args},
+                             "compress_args": v.compress_args,
+                             **({"system_in_view": True, "tool_result_names": False,
+                                 "client_tools_first": True, "folds_kept": False,
+                                 "context_count": v.context_count} if v.name == "proxy_chat" else {})},
             "kernel_overrides": json.loads(self.overrides_json),
             "kernel": self.kernel.to_dict(),
         }
@@ -198,14 +256,47 @@ class ServingProfile:
         return default_count_tokens
 
     @property
+    def count_request(self):
+        """With ``usage_counter`` ``model:SPEC``: (messages, tools) -> the request's prompt tokens
+        through the model's chat template; None with acp-kernel's estimator."""
+        if self.usage_counter.startswith("model:"):
+            return _request_counter(self.usage_counter[len("model:"):])
+        return None
+
+    @property
     def count_usage(self):
-        """The host's fill counter over request text (``usage_counter``: the same estimator)."""
+        """The host's fill counter over request text (``usage_counter``): acp-kernel's
+        estimator, or ``model:SPEC``, the served model's tokenizer (the ``proxy_chat`` host
+        reads the server's real ``prompt_tokens``)."""
+        if self.usage_counter.startswith("model:"):
+            return _model_counter(self.usage_counter[len("model:"):])
         return default_count_tokens
+
+
+@lru_cache(maxsize=4)
+def _request_counter(spec: str):
+    """Prompt tokens of a whole request as the served model sees it: its chat template over
+    the messages and tool schemas (what vLLM reports as ``prompt_tokens``)."""
+    from plumbing.chat_templates import chat_token_ids, choose_template
+    from plumbing.models import load_tokenizer
+
+    tok = load_tokenizer(spec)
+    template = choose_template(tok).template
+    return lambda messages, tools: len(chat_token_ids(tok, messages, tools or None, template))
+
+
+@lru_cache(maxsize=4)
+def _model_counter(spec: str):
+    from plumbing.models import load_tokenizer
+    from plumbing.tokens import TokenizerCounter, memo_counter
+
+    return memo_counter(TokenizerCounter(load_tokenizer(spec)))
 
 
 def resolve_profile(window: int, preset: str = "default", host: str = "proxy", *,
                     prompt_mode: str = "distilled", nudge_style: str = "list",
-                    kernel_overrides: dict[str, Any] | None = None) -> ServingProfile:
+                    kernel_overrides: dict[str, Any] | None = None,
+                    usage_counter: str = "acp-default") -> ServingProfile:
     """The one way to get a serving profile; every value is checked here."""
     gate_overrides(preset, window)  # validates preset and window
     if host not in HOSTS:
@@ -214,8 +305,10 @@ def resolve_profile(window: int, preset: str = "default", host: str = "proxy", *
         raise ValueError(f"unknown prompt mode {prompt_mode!r}; expected one of {list(PROMPT_MODES)}")
     if nudge_style not in NUDGE_STYLES:
         raise ValueError(f"unknown nudge style {nudge_style!r}; expected one of {list(NUDGE_STYLES)}")
+    if usage_counter != "acp-default" and not (usage_counter.startswith("model:") and len(usage_counter) > 6):
+        raise ValueError(f"unknown usage counter {usage_counter!r}; expected 'acp-default' or 'model:SPEC'")
     overrides = kernel_overrides or {}
-    p = ServingProfile(window, preset, host, prompt_mode, nudge_style,
+    p = ServingProfile(window, preset, host, prompt_mode, nudge_style, usage_counter=usage_counter,
                        overrides_json=_canonical(overrides))
     p.kernel  # noqa: B018 - resolve now: a bad override fails here, with its key named
     return p
@@ -227,7 +320,8 @@ def profile_from_record(rec: dict[str, Any]) -> ServingProfile:
     p = resolve_profile(rec["window"], rec.get("preset", "default"), rec.get("host", "proxy"),
                         prompt_mode=rec.get("prompt_mode", "distilled"),
                         nudge_style=rec.get("nudge_style", "list"),
-                        kernel_overrides=r.get("kernel_overrides") or {})
+                        kernel_overrides=r.get("kernel_overrides") or {},
+                        usage_counter=r.get("usage_counter", "acp-default"))
     if rec.get("sha256") and rec["sha256"] != p.sha256:
         raise ValueError(f"serving profile {rec['sha256'][:12]} does not resolve the same here "
                          f"(got {p.sha256[:12]}): the kernel or its presets changed since it was recorded")

@@ -119,6 +119,7 @@ class ProxyChatRequest:
     decision: NudgeDecision
     offered: list[Range]  # the ranges a nudge may list (viable ones only)
     nudge_shown: bool
+    truncated: list = dataclasses.field(default_factory=list)  # the kernel's emergency truncations
 
 
 def proxy_flatten(client_messages: list[dict[str, Any]]) -> list[Message]:
@@ -152,10 +153,21 @@ def render_proxy_chat(client_messages: list[dict[str, Any]], client_tools: list[
                       nudge_text: Callable[[NudgeDecision, list[Range]], str] | None = None
                       ) -> ProxyChatRequest:
     """The upstream request for one client request (round 1 of a turn)."""
+    return render_proxy_flat(proxy_flatten(client_messages), client_tools, state, config, token_count,
+                             system_block=system_block, acp_tools=acp_tools, nudge_text=nudge_text)
+
+
+def render_proxy_flat(flat: list[Message], client_tools: list[dict[str, Any]], state: CompressionState,
+                      config: KernelConfig, token_count: int, *, system_block: str,
+                      acp_tools: list[dict[str, Any]],
+                      nudge_text: Callable[[NudgeDecision, list[Range]], str] | None = None,
+                      count_tokens: Callable[[str], int] | None = None) -> ProxyChatRequest:
+    """``render_proxy_chat`` over flat kernel messages (tool results already nameless): what
+    ``doctrine.render.request.render_request`` calls for the ``proxy_chat`` host."""
     names = [t.get("function", {}).get("name") for t in acp_tools]
     if tuple(names) != ACP_TOOL_ORDER:
         raise ValueError(f"acp_tools must be {list(ACP_TOOL_ORDER)} in that order, got {names}")
-    turn = process_turn(proxy_flatten(client_messages), state, config, token_count, render_tags="text-only")
+    turn = process_turn(flat, state, config, token_count, render_tags="text-only", count_tokens=count_tokens)
     offered = viable_ranges(turn.nudge.compressible_ranges)
     view = [m for m in turn.messages if not m.id.startswith(SUMMARY_ID_PREFIX)]
     chat = _with_system_block(_upstream_chat(view), system_block)
@@ -165,7 +177,8 @@ def render_proxy_chat(client_messages: list[dict[str, Any]], client_tools: list[
         if text:
             chat.append({"role": "user", "content": text})
             shown = True
-    return ProxyChatRequest(chat, [*client_tools, *acp_tools], view, turn.state, turn.nudge, offered, shown)
+    return ProxyChatRequest(chat, [*client_tools, *acp_tools], view, turn.state, turn.nudge, offered, shown,
+                            list(turn.truncated))
 
 
 def rerequest_after_compress(req: ProxyChatRequest, rounds: list[tuple[dict[str, Any], str]],
@@ -186,3 +199,13 @@ def apply_proxy_compress(ranges: list[dict[str, Any]], req: ProxyChatRequest, co
                          call_id: str | None = None):
     """Apply a compress call the proxy's way: on the kernel's tagged view of this turn."""
     return apply_compression(ranges, req.view, req.state, config, compress_call_id=call_id)
+
+
+def earlier_folds_dropped(flat: list[Message], acp_names: tuple[str, ...] = ACP_TOOL_ORDER) -> list[Message]:
+    """The client's history as the proxy has it: calls of its own tools (and their results)
+    from earlier turns never reach the client, so they are not in later requests. Those
+    after the last client message (this turn's rounds) stay: the re-request shows them."""
+    ids = {m.tool_call_id for m in flat if m.content_type == "tool-call" and m.tool_name in acp_names}
+    own = [m.content_type in ("tool-call", "tool-result") and m.tool_call_id in ids for m in flat]
+    last_client = max((i for i, o in enumerate(own) if not o), default=-1)
+    return [m for i, m in enumerate(flat) if not own[i] or i > last_client]

@@ -55,6 +55,12 @@ class DecisionPoint:
     profile: Any = None  # doctrine.kernel.profile.ServingProfile the point was rendered under
     sent_tokens: int = 0  # the request as sent (system + tools + view + nudge)
     fixed_tokens: int = 0  # the system prompt and tool schemas alone (no fold can free them)
+    # The chat messages as the host sends them, system first (``render_request``): a training
+    # row shows exactly these. None for points built without a request.
+    request_messages: list[dict[str, Any]] | None = None
+    # The kernel's input where the host adds to the history (proxy_chat: the client's system
+    # message first, earlier folds gone); None where it is ``flat``.
+    kernel_flat: list[Message] | None = None
 
     @property
     def nudge(self):
@@ -105,12 +111,13 @@ class DecisionPoint:
 
 def build_point(session: Any, step: int, visible: int, history: list[dict[str, Any]], state: CompressionState,
                 frame: Any, *, action_index: int = 0, recovery: RecoveryState | None = None,
-                units: list[int] | None = None) -> DecisionPoint:
+                units: list[int] | None = None, token_count: int | None = None) -> DecisionPoint:
     """Run the kernel over ``history`` (chat dicts with raw ids) the way the host would.
 
     ``frame``: ``doctrine.render.request.request_frame(profile, doctrine, ...)``. The request is
     rendered by ``doctrine.render.request.render_request`` (the one renderer training and eval
-    share); an untagged pass gives the sizes the labeler reads.
+    share); an untagged pass gives the sizes the labeler reads. ``token_count``: the fill the
+    host read, where the host counts it (``proxy_chat``: the previous call's prompt tokens).
     """
     from doctrine.kernel.chat import flatten
     from doctrine.kernel.turn import process_turn
@@ -120,7 +127,7 @@ def build_point(session: Any, step: int, visible: int, history: list[dict[str, A
 
     profile = frame.profile
     flat = flatten(history)
-    req = render_request(frame, flat, state)
+    req = render_request(frame, flat, state, token_count=token_count)
     kview = process_turn(flat, state, profile.kernel, req.token_count, render_tags="none",
                          count_tokens=profile.count_tokens).messages
     return DecisionPoint(session=session, step=step, visible=visible, flat=flat, state_before=state, view=req.view,
@@ -128,4 +135,5 @@ def build_point(session: Any, step: int, visible: int, history: list[dict[str, A
                          kconfig=profile.kernel, host=profile.host_config, count_tokens=profile.count_tokens,
                          action_index=action_index, recovery=recovery,
                          units=units if units is not None else tool_units(session.messages),
-                         profile=profile, sent_tokens=req.sent_tokens, fixed_tokens=frame.fixed_tokens)
+                         profile=profile, sent_tokens=req.sent_tokens, fixed_tokens=frame.fixed_tokens,
+                         request_messages=req.messages, kernel_flat=req.kernel_flat)

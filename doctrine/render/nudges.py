@@ -8,13 +8,14 @@ renders in ``doctrine`` or ``distilled`` mode, or through an imported prompt set
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from doctrine.kernel.nudge import NudgeDecision
 from doctrine.render.prompts import BlockView, NudgeView, RangeView, render_nudge
 from doctrine.spec import Doctrine
 
-__all__ = ["nudge_text_for", "nudge_view"]
+__all__ = ["nudge_text_for", "nudge_view", "proxy_nudge_text_for"]
 
 
 def nudge_view(decision: NudgeDecision) -> NudgeView:
@@ -37,5 +38,26 @@ def nudge_text_for(doctrine: Doctrine, mode: str, nudge_style: str = "list"
 
     def text(decision: NudgeDecision) -> str | None:
         return render_nudge(nudge_view(decision), doctrine, mode, nudge_style=nudge_style)
+
+    return text
+
+
+def proxy_nudge_text_for(doctrine: Doctrine, mode: str, nudge_style: str = "list"):
+    """The ``nudge_text`` callable of ``doctrine.kernel.proxy_chat.render_proxy_flat`` (the
+    ``proxy_chat`` host), in the doctrine's words, shaped as the recorded proxy's nudges are:
+
+    * every nudge speaks in the emergency voice (acp-kernel 0.0.36 treats the pressure band as
+      emergency; the recordings show only ``emergency`` and ``tier2-emergency`` kinds);
+    * the ranges listed are the offered ones (fewer than 200 tokens dropped), protected ones kept;
+    * a tier-1 example names ``<ID>`` placeholders, a tier-2/3 example the first target block.
+
+    The proxy's own nudge sentences differ from ours in wording (see ``request_frame``)."""
+
+    def text(decision: NudgeDecision, offered) -> str | None:
+        view = nudge_view(decision)
+        keep = {(r.start_ref, r.end_ref) for r in offered}
+        ranges = [r for r in view.ranges if r.protected or (r.start, r.end) in keep]
+        view = dataclasses.replace(view, voice="emergency", ranges=ranges)
+        return render_nudge(view, doctrine, mode, nudge_style=nudge_style, example_ids="placeholder")
 
     return text

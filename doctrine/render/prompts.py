@@ -263,7 +263,8 @@ def _check_view(view: NudgeView) -> None:
         raise DoctrineError(f"nudge breakdown has unknown keys {unknown}; expected {list(BREAKDOWN_KEYS)}")
 
 
-def render_nudge(view: NudgeView, doctrine: Doctrine, mode: str = "doctrine", nudge_style: str = "list") -> str | None:
+def render_nudge(view: NudgeView, doctrine: Doctrine, mode: str = "doctrine", nudge_style: str = "list",
+                 example_ids: str = "first") -> str | None:
     """The nudge text for ``view`` (a trailing user message), or None when ``nudge_style`` is "none".
 
     Doctrine mode restates the rules (philosophy, summary craft, tier rules); distilled mode
@@ -272,9 +273,13 @@ def render_nudge(view: NudgeView, doctrine: Doctrine, mode: str = "doctrine", nu
     carry an example call), "list_only" the same nudge without the example call (a host for a
     distilled model: the example's placeholder summary, and for an emergency its first listed
     range, which may be the task itself, are what a small trained model copies as its answer),
-    "none" no nudge at all.
+    "none" no nudge at all. ``example_ids`` "placeholder" writes the emergency example's range
+    as ``<ID>`` (what the billion-context proxy's nudge shows, ``proxy_chat`` host) instead of
+    the first listed range.
     """
     _check_mode(mode)
+    if example_ids not in ("first", "placeholder"):
+        raise DoctrineError(f"example_ids must be 'first' or 'placeholder', got {example_ids!r}")
     if nudge_style not in NUDGE_STYLES:
         raise DoctrineError(f"unknown nudge style {nudge_style!r}; expected one of {list(NUDGE_STYLES)}")
     _check_view(view)
@@ -293,6 +298,8 @@ def render_nudge(view: NudgeView, doctrine: Doctrine, mode: str = "doctrine", nu
                  t("how-to-compress"), t("tier2" if view.tier == 2 else "tier3")]
     elif view.voice == "emergency":
         first = next((r for r in view.ranges if not r.protected), None)
+        if example_ids == "placeholder" and first:
+            first = RangeView("<ID>", "<ID>", 0, 0)
         example = _example_call(first.start, first.end, "- goal: …") if first and examples else ""
         parts = [header, t("philosophy"), breakdown, t("how-to-compress"), example,
                  t("nudge-emergency-order"), format_ranges(view.ranges)]

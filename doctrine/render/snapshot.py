@@ -37,7 +37,8 @@ def kernel_snapshot(flat: list[Message], state_before: CompressionState, profile
         "version": SNAPSHOT_VERSION,
         "profile": {"window": profile.window, "preset": profile.preset, "host": profile.host,
                     "prompt_mode": profile.prompt_mode, "nudge_style": profile.nudge_style,
-                    "kernel_overrides": profile.to_dict()["kernel_overrides"], "sha256": profile.sha256},
+                    "kernel_overrides": profile.to_dict()["kernel_overrides"], "sha256": profile.sha256,
+                    **({"usage_counter": profile.usage_counter} if profile.usage_counter != "acp-default" else {})},
         "token_count": int(token_count),
         "state": state_before.to_json(),
         "flat": [m.to_dict() for m in flat],
@@ -62,10 +63,15 @@ class Rebuilt:
 
     @property
     def chat(self) -> list[dict[str, Any]]:
-        """The rendered view as chat messages, without the trailing nudge."""
+        """The rendered view as chat messages, without the trailing nudge (and, for a host whose
+        system message is a view message, ``proxy_chat``, without it: a row shows it merged
+        with the host's block)."""
         from doctrine.kernel.chat import to_chat
 
-        return to_chat([m for m in self.view.messages if m.id != "acp_nudge"])
+        out = to_chat([m for m in self.view.messages if m.id != "acp_nudge"])
+        if self.profile.variant.system_in_view and out and out[0].get("role") == "system":
+            out = out[1:]
+        return out
 
 
 def rebuild(snap: Any) -> Rebuilt | None:
@@ -80,7 +86,8 @@ def rebuild(snap: Any) -> Rebuilt | None:
     p = snap.get("profile") or {}
     try:
         profile = resolve_profile(int(p["window"]), p["preset"], p["host"], prompt_mode=p["prompt_mode"],
-                                  nudge_style=p["nudge_style"], kernel_overrides=p.get("kernel_overrides") or {})
+                                  nudge_style=p["nudge_style"], kernel_overrides=p.get("kernel_overrides") or {},
+                                  usage_counter=p.get("usage_counter", "acp-default"))
         flat = [Message.from_dict(d) for d in snap["flat"]]
         state = CompressionState.from_json(snap["state"], source="kernel_input.state")
         token_count = int(snap["token_count"])

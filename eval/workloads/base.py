@@ -30,6 +30,7 @@ class RunContext:
     gate: str = "aggressive"
     host: str = "proxy"
     nudge_style: str = "list"
+    tool_parser: str = "lenient"  # plumbing.tool_format.PARSERS: how a reply's calls are read
 
 
 def arm_env(ctx: RunContext, summarise: Any, *, task_tools: list[dict[str, Any]], system_prompt: str) -> ArmEnv:

@@ -126,6 +126,22 @@ def row_nudge_style(meta: dict[str, Any]) -> str:
     return style if style in ("list", "list_only") else "list"
 
 
+def _proxy_chat_system(first: dict[str, Any], doctrine: Any, row_mode: str, mode: str) -> str:
+    """A ``proxy_chat`` row's system message is the client's (tagged m00001) + ``---`` + the
+    proxy-layout block (``doctrine.render.proxy_texts.proxy_block``): swap the block for
+    ``mode``'s; a message that does not end with it is kept as the row has it."""
+    from doctrine.render.proxy_texts import proxy_block
+
+    content = first.get("content") or ""
+    old = proxy_block(doctrine, row_mode)
+    if not content.endswith(old):
+        return "fallback"
+    if row_mode == mode:
+        return "kept"
+    first["content"] = content[: len(content) - len(old)] + proxy_block(doctrine, mode)
+    return "rerendered"
+
+
 def rerender_context(messages: list[dict[str, Any]], doctrine: Any, row_mode: str, mode: str,
                      meta: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``messages`` with system prompt and trailing nudge rendered in ``mode``.
@@ -137,7 +153,9 @@ def rerender_context(messages: list[dict[str, Any]], doctrine: Any, row_mode: st
     notes = {"system": "kept", "nudge": "kept", "nudge_present": False}
     style = row_nudge_style(meta)
     out = [dict(m) for m in messages]
-    if out and out[0].get("role") == "system":
+    if meta.get("host") == "proxy_chat" and out and out[0].get("role") == "system":
+        notes["system"] = _proxy_chat_system(out[0], doctrine, row_mode, mode)
+    elif out and out[0].get("role") == "system":
         base = split_system(out[0].get("content") or "", doctrine, row_mode)
         if base is None:
             notes["system"] = "fallback"

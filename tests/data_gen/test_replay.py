@@ -185,7 +185,7 @@ def test_replay_runs_the_profile_kernel():
     over = kernel_config_for(8192, "aggressive", {"nudge": {"growth_cap": 999}})
     agg = kernel_config_for(8192, "aggressive")
     assert over.nudge.growth_cap == 999 and over.nudge.growth_floor == agg.nudge.growth_floor
-    assert set(GATES) == {"reference", "default", "aggressive", "pocket"}
+    assert set(GATES) == {"reference", "default", "aggressive", "pocket", "proxy", "proxy_pocket"}
     with pytest.raises(ValueError):
         kernel_config_for(8192, "extreme")
 

@@ -34,7 +34,10 @@ def test_export_writes_servable_adapter(trained_run, capsys):
     assert info["data_manifest_sha256"] and info["metrics"]["global_step"] == 2
     assert manifest["inputs"]["train"]["sha256"]
     assert "--max-lora-rank 8" in info["serve_command"] and "--enable-lora" in info["serve_command"]
-    assert "vllm serve" in capsys.readouterr().out
+    assert "python -m vllm.entrypoints.openai.api_server" in capsys.readouterr().out
+    assert "--tool-call-parser hermes" in info["serve_command"] and f"={out.resolve()}" in info["serve_command"]
+    proxy = json.loads((out / "billion-context.json").read_text())["compress"]
+    assert proxy["acknowledgePromptsRisk"] is True and all(proxy["prompts"].values())
     serving = json.loads((out / "serving/manifest.json").read_text())
     assert serving["acknowledgeRisk"] is True
     names = [t["function"]["name"] for t in json.loads((out / "tools.json").read_text())]

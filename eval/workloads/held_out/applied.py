@@ -93,7 +93,7 @@ def apply_recovery(rebuilt: Rebuilt, reply: dict[str, Any]) -> dict[str, Any]:
     blocks = set(needed.get("blocks") or [])
     facts = [f for f in needed.get("facts") or [] if f]
     state = rebuilt.state
-    host = rebuilt.profile.host
+    host = rebuilt.profile.variant.tools_host
     ok, errors, restored, calls = False, 0, [], 0
 
     def holds(text: str) -> bool:

@@ -47,7 +47,7 @@ from eval.workloads.held_out.applied import apply_compress, apply_recovery
 from eval.workloads.held_out.decision_scoring import score_decision
 from eval.workloads.held_out.recall import recall_scores, train_targets
 from eval.workloads.nudges import rerender_context
-from plumbing.chat_backend import Request
+from plumbing.chat_backend import Request, reparsed
 from plumbing.recipe_loader import BaseConfig
 
 ARMS_SUPPORTED = ("doctrine", "base_slim", "distilled")
@@ -606,6 +606,7 @@ class Decision:
     label_kind: str
     profile: Any
     request: Request
+    tool_parser: str = "lenient"
 
 
 def decision_for(row: dict[str, Any], arm: str, ctx: RunContext) -> Decision:
@@ -625,7 +626,8 @@ def decision_for(row: dict[str, Any], arm: str, ctx: RunContext) -> Decision:
     frame = request_frame(profile, ctx.doctrine, task_tools=task_tools)
     label_kind = KIND_OF_LABEL.get(str(meta.get("kind")), "ordinary")
     req = Request(context, frame.tools, info.use_adapter, ctx.max_tokens, {"target": target})
-    return Decision(context, target, notes, frame.tools, task_tools, frame.doctrine_text, label_kind, profile, req)
+    return Decision(context, target, notes, frame.tools, task_tools, frame.doctrine_text, label_kind, profile, req,
+                    ctx.tool_parser)
 
 
 def score_decision_reply(row: dict[str, Any], dec: Decision, comp: Any, doctrine: Any,
@@ -634,6 +636,8 @@ def score_decision_reply(row: dict[str, Any], dec: Decision, comp: Any, doctrine
     row's rebuilt kernel turn; ``kernel_messages`` holds what the kernel said. A reply that
     writes summaries also gets :func:`recall_scores` (``nearest_train_sim`` needs ``train``)."""
     meta = row["meta"]
+    if dec.tool_parser == "hermes_strict":  # the calls a vLLM hermes server would return
+        comp = reparsed(comp, strict=True)
     rebuilt, scored_by = rebuild_row(row)
     scores = score_reply(comp.message, dec.target, dec.context, dec.tools, comp.parse_errors,
                          dec.notes["nudge_present"], dec.label_kind, doctrine, view_refs=meta.get("view_refs"),
