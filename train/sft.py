@@ -11,6 +11,7 @@ and the stage manifest last. The recipe is the same for every topology.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
