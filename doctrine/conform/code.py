@@ -63,7 +63,8 @@ _CFG_LINE = re.compile(
 )
 # Output lines where a version is the point (installs, bumps, resolutions), not a banner.
 _VERSION_CONTEXT = re.compile(
-    r"install|upgrad|downgrad|bump|version|requires?|depend|resolv|updated|added|changed|->|→", re.I)
+    r"install|upgrad|downgrad|bump|version|requires?|depend|resolv|updated|added|changed|->|→|=>|"
+    r"\bv\d+\.\d+\.\d+", re.I)  # a v-prefixed x.y.z (go.mod, tags) names a version itself
 # Threshold-like words (not inside longer words: "report" is not "port").
 _THRESHOLD_WORDS = re.compile(
     r"(?<![a-z])(?:timeout|limit|threshold|max|min|retr|ttl|latency|took|duration|memory|heap|exceed|budget|"
