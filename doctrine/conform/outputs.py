@@ -30,6 +30,7 @@ S_FRAME_PROJECT = 0.5  # other project frames
 S_FRAME_LIBRARY = 0.15  # frames in site-packages, stdlib, node_modules
 S_DIAG_LOCATION = 0.85  # path:line of a compiler diagnostic or pytest failure location
 S_OUTPUT_PATH = 0.3  # any other path:line in output (grep -n hits and the like)
+S_NOTE = 0.2  # a linter's note line (under min_salience: context, not a KEEP item)
 
 _LIB_PATH = re.compile(r"^<|site-packages|dist-packages|/lib/python\d|<frozen|node_modules|node:internal|^internal/")
 _EXC_NAME = (
@@ -228,8 +229,10 @@ def _scan_toolchains(line: str, key: str, c: Collector, counts: list, state: dic
         return True
     if (m := _LINT_DIAG.match(line)) and (m.group("sev") or m.group("col") or _RULE_TAG.search(line)):
         sev = (m.group("sev") or "error").lower()
-        s = S_TS_ERROR if "error" in sev or "fatal" in sev else S_LOG_WARN
-        _loc(c, "diagnostic", m.group("path"), m.group("line"), key, S_DIAG_LOCATION if s == S_TS_ERROR else S_OUTPUT_PATH)
+        # A note (mypy's "Revealed type", a hint) explains an error; it is not one to keep.
+        s = S_TS_ERROR if "error" in sev or "fatal" in sev else S_NOTE if sev == "note" else S_LOG_WARN
+        _loc(c, "diagnostic", m.group("path"), m.group("line"), key,
+             S_DIAG_LOCATION if s == S_TS_ERROR else min(s, S_OUTPUT_PATH))
         c.add("error_strings", "diagnostic", truncate(m.group("msg"), 200), key, s)
         return True
     if m := _UNIT_STATE.match(line):

@@ -233,7 +233,7 @@ def _errors(out: str) -> tuple[list[str], str | None]:
         # Compilers wrap names in backticks (cannot borrow `x`); a quote cannot hold one, and
         # the line without them reads the same and keeps every word.
         uniq = list(dict.fromkeys(x.replace("`", "") for x in other.lines + found))
-        return uniq[:6], where
+        return uniq[:8], where
     # The last exception of a traceback says most; keep a few, in order, without repeats.
     uniq = list(dict.fromkeys(found))
     exc = [x for x in uniq if _EXC.match(x)]

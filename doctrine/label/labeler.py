@@ -385,14 +385,15 @@ def _emergency(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg
 
 
 # ---------------------------------------------------------------------- tiers
-def _tier(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label | None:
-    tier = int(point.nudge.tier)
-    targets = [t.block_id for t in point.nudge.tier_target_blocks]
-    order = [b.block_id for b in point.state.blocks if b.block_id in targets]
-    if len(order) < 2:
-        return None  # a digest folds at least two blocks: decline, then recovery / ordinary
-    first, last = order[0], order[-1]
-    probe = _dry_run(point, [{"startId": first, "endId": last, "summary": _PLACEHOLDER}])
+def _tier_digest(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, tier: int, first: str,
+                 last: str) -> tuple[Any, list[BlockSource]] | None:
+    """The digest of blocks ``first``..``last`` (and raw messages between them), or None."""
+    try:
+        probe = _dry_run(point, [{"startId": first, "endId": last, "summary": _PLACEHOLDER}])
+    except LabelSkipped:
+        return None  # the kernel would not fold this run of blocks
+    if not probe.new_block_ids:
+        return None
     new = probe.state.block(probe.new_block_ids[0])
     srcs = [point.state.block(b) for b in new.direct_block_ids]
     blocks = [BlockSource(b.block_id, b.tier, b.summary, b.topic, b.compressed_tokens, len(b.effective_message_ids))
@@ -404,8 +405,32 @@ def _tier(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: Lab
     needed = [f.text for f in hs.needed_facts if any(f.text in t for t in texts)]
     out = compose_tier(tier, blocks, raw, point.state, needed, doctrine, rng, point.count_tokens,
                        max_chars=point.kconfig.compress.max_summary_length)
-    if not out.passed:
-        raise LabelSkipped("summary_failed", f"tier-{tier}: " + "; ".join(out.report.reasons[:2]))
+    return out, blocks
+
+
+def _tier(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label | None:
+    tier = int(point.nudge.tier)
+    targets = [t.block_id for t in point.nudge.tier_target_blocks]
+    order = [b.block_id for b in point.state.blocks if b.block_id in targets]
+    if len(order) < 2:
+        return None  # a digest folds at least two blocks: decline, then recovery / ordinary
+    # Every target block at once first; when that digest cannot pass (too long for a small
+    # window's kernel, say), the longest run of adjacent targets that can, oldest first.
+    spans = [(i, j) for n in range(len(order), 1, -1) for i in range(len(order) - n + 1) for j in [i + n - 1]]
+    reasons: list[str] = []
+    for i, j in spans:
+        made = _tier_digest(point, hs, doctrine, rng, tier, order[i], order[j])
+        if made is None:
+            continue
+        out, blocks = made
+        if out.passed:
+            first, last = order[i], order[j]
+            break
+        reasons = reasons or out.report.reasons[:2]
+    else:
+        if not reasons:
+            return None
+        raise LabelSkipped("summary_failed", f"tier-{tier}: " + "; ".join(reasons))
     topic = f"tier-{tier} digest of {first}..{last}"
     args = actions.compress_args(topic, [{"startId": first, "endId": last, "summary": out.text, "topic": topic}])
     _dry_run(point, actions.host_ranges(args))

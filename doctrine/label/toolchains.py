@@ -37,7 +37,8 @@ _DIAG_SIGN = re.compile(r"^(?:[\w-]+:)?[\w./@+-]+\.[A-Za-z]{1,5}:\d+(?::\d+:|:\s
 _UNIT_FAILED = re.compile(r"^Active: (?:failed|inactive \(dead\)|activating \(auto-restart\))(?: \(Result: [\w-]+\))?")
 _EXIT_STATUS = re.compile(r"status=\d+/[A-Z]+")
 _TOOL_SAYS = re.compile(r"^[\w.@-]+: (?:error|fatal|FATAL|ERROR|\[(?:emerg|alert|crit|error)\]):? .+$")
-_SERVER = re.compile(r"^(?:Error from server \(\w+\): .+|Error: .+)$")
+_SERVER = re.compile(r"^(?:Error from server \(\w+\): .+|Error: .+|error: .+)$")
+_NODE_AT = re.compile(r"^at .*?\(?(?P<loc>(?!node:|internal/)[^\s()]+\.[cm]?[jt]sx?:\d+):\d+\)?$")
 _COUNT_LINES = (
     re.compile(r"^test result: \w+\. (?P<c>\d+ passed; \d+ failed)"),
     re.compile(r"^(?P<c>\d+ tests completed, \d+ failed(?:, \d+ skipped)?)"),
@@ -50,7 +51,7 @@ class Failures:
     lines: list[str] = field(default_factory=list)
     where: str | None = None
     counts: str | None = None
-    frame_taken: bool = False
+    frames_taken: int = 0
 
     def add(self, line: str) -> None:
         line = " ".join(line.split())
@@ -106,14 +107,19 @@ def _read_line(s: str, f: Failures) -> None:
         return
     m = _JVM_AT.match(s)
     if m:
-        if not _JVM_RUNTIME.match(m.group("fn")) and not f.frame_taken:
+        if not _JVM_RUNTIME.match(m.group("fn")) and f.frames_taken < 2:
             f.where = f.where or m.group("loc")
-            f.frame_taken = True  # the innermost project frame of this exception
+            f.frames_taken += 1  # the two innermost project frames of this exception
             f.add(s[3:])
+        return
+    m = _NODE_AT.match(s)
+    if m:
+        if "node_modules" not in m.group("loc"):
+            f.where = f.where or m.group("loc")
         return
     if _JVM_EXC.match(s):
         f.add(s)
-        f.frame_taken = False
+        f.frames_taken = 0
         return
     if _GRADLE_FAILED.match(s) or _UNIT_FAILED.match(s) or _TOOL_SAYS.match(s) or _SERVER.match(s):
         f.add(_UNIT_FAILED.match(s).group(0) if _UNIT_FAILED.match(s) else s)
