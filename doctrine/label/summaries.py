@@ -152,9 +152,9 @@ def compose_tier1(messages: list[Message], state: Any, facts: list[tuple[str, st
     source_tokens = sum(count(m.text) for m in messages)
     cap = int(doctrine.limits["tier1_max_tokens"])
     if max_chars is not None:
-        # Up to ~80% of the kernel's limit at four chars a token; the rendered text is held
+        # The kernel counts chars: the token budget stays loose (chars / 3) and the rendered text is held
         # under the limit itself below, whatever the token counter says.
-        cap = min(cap, max(config.summary_min_tokens, int(max_chars) // 5))
+        cap = min(cap, max(config.summary_min_tokens, int(max_chars) // 3))
     # Small ranges (under the checker's ratio floor) may keep up to 70% of their size, so a
     # short exchange keeps its steps, not only its goal.
     small = min(320, int(0.7 * source_tokens))
