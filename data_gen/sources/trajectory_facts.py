@@ -4,8 +4,8 @@
 messages. Used by the SWE-rebench source; any recorded trajectory in the same message
 format can use it.
 
-Steps: a step starts at every user message and at every assistant message that does
-not directly answer a user message; it runs until the next start, so each step is one
+Steps: a step starts at every user message (user messages in a row open one step) and at
+every assistant message that does not directly answer a user message; it runs until the next start, so each step is one
 assistant turn with its tool results (plus the user message that prompted it). Leading
 system messages belong to the first step.
 
@@ -98,7 +98,10 @@ def _steps(msgs: list[dict[str, Any]]) -> list[Step]:
     starts = [0]
     for i in range(first + 1, len(msgs)):
         role = msgs[i]["role"]
-        if role == "user" or (role == "assistant" and msgs[i - 1]["role"] != "user"):
+        prev = msgs[i - 1]["role"]
+        # A user message right after another (a note, then the task) opens no step of its
+        # own: a step without an assistant turn would be skipped with its decision point.
+        if (role == "user" and prev != "user") or (role == "assistant" and prev != "user"):
             starts.append(i)
     ends = starts[1:] + [len(msgs)]
     return [Step(index=k, start=a, end=b) for k, (a, b) in enumerate(zip(starts, ends, strict=True))]

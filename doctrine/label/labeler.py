@@ -236,11 +236,19 @@ def _as_printed(point: DecisionPoint, r: Any, hs: Hindsight, allow_needed: bool)
     return p
 
 
+# File names a topic can be named after: source, config, build and infrastructure files of
+# the common toolchains (and Makefile-like names without an extension).
+_TOPIC_FILE = re.compile(
+    r"[\w./-]+\.(?:py|pyi|ts|tsx|js|jsx|mjs|cjs|json|toml|yaml|yml|md|rst|cfg|ini|conf|env|txt|lock|log|go|mod|"
+    r"rs|java|kt|kts|scala|gradle|rb|php|c|h|cc|cpp|hpp|cs|swift|sql|tf|tfvars|hcl|sh|xml|html|css|scss|vue|proto|"
+    r"properties|service|timer)\b|(?<![\w.-])(?:[\w./-]+/)?(?:Makefile|Dockerfile|Gemfile|Rakefile|Jenkinsfile)\b")
+
+
 def _topic(msgs: list[Any]) -> str:
     names: list[str] = []
     for m in msgs:
         if m.content_type == "tool-call":
-            for p in re.findall(r"[\w./-]+\.(?:py|ts|tsx|js|json|toml|yaml|yml|md|cfg|txt|lock|log)\b", m.text):
+            for p in _TOPIC_FILE.findall(m.text):
                 base = p.rsplit("/", 1)[-1]
                 if base not in names:
                     names.append(base)

@@ -47,3 +47,10 @@ def test_values_no_later_step_carries_are_no_facts():
     f = _facts(_call("c1", "kubectl get deploy"), _out("c1", "memory: 512Mi\nreplicas: 6"),
                _call("c2", "kubectl get pods"), _out("c2", "none"))
     assert "exact_values" not in f
+
+
+def test_a_note_before_the_task_opens_no_empty_step():
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "FYI: CI runs node 20."},
+            {"role": "user", "content": "Fix the build."}, _call("c1", "make"), _out("c1", "ok")]
+    steps, _facts = steps_and_facts(msgs)
+    assert len(steps) == 1 and (steps[0].start, steps[0].end) == (0, 5)
