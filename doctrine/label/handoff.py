@@ -29,7 +29,7 @@ from doctrine.kernel.messages import Message
 from .phrasing import upkeep
 from .toolchains import read_failures
 
-__all__ = ["Line", "RangeReading", "read_range"]
+__all__ = ["Line", "RangeReading", "grep_file", "read_range"]
 
 _TAG = re.compile(r"<acp\b[^>]*>\s*m\d+\s*</acp>\n?")
 _TRAILER = re.compile(r"^\[(?:The command completed|Command finished)[^\]]*\]\s*$", re.M)
@@ -329,7 +329,7 @@ _DIRECTIVE_ROW = re.compile(r"^\s*[a-z_]+\s+[\w.:/-]*\d[\w.:/-]*;$")  # nginx: k
 _CFG_ROW = re.compile(r"^\s*[\"']?[\w.@/-]+[\"']?\s*[:=]\s*[\"']?[\w.^~<>=@/-]*\d[\w.^~<>=@/-]*[\"']?,?\s*$")
 
 
-def _grep_file(cmd: str | None) -> str | None:
+def grep_file(cmd: str | None) -> str | None:
     """The one file a ``grep -n`` command searches, if it names exactly one."""
     if not cmd or not re.search(r"\bgrep\b", cmd) or " -r" in cmd:
         return None
@@ -538,7 +538,7 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
                 parts.append("it names " + ", ".join(f"`{p}`" for p in pins))
             hits = [(h.group("text"), f"{h.group('path')}:{h.group('line')}")
                     for h in (_GREP_HIT.match(r.strip()) for r in out.split("\n")) if h][:5]
-            one = _grep_file(cmd)
+            one = grep_file(cmd)
             if not hits and one and len(rows) <= 5 and not one.endswith((".log", ".txt", ".gz")):
                 # A few hits of grep -n in one source or config file ("12:text"): the command's file.
                 hits = [(h.group(2), f"{one}:{h.group(1)}")
