@@ -136,8 +136,10 @@ def exact_items(summary: str) -> list[tuple[str, str]]:
 
 def setting_in(key: str, value: str, text: str) -> bool:
     """``text`` sets ``key`` to exactly ``value`` (``=``/``:``, optional spaces and quotes)."""
+    # The value ends at anything but more of a number: "32." ends a sentence, "32..." a cut
+    # line; "32.5" and "32_000" are other values.
     pat = (rf"(?<![\w-]){re.escape(key)}[\"']?\s*[=:]\s*[\"']?{re.escape(value)}"
-           rf"(?![\w.]|_\d)")
+           rf"(?!\w|\.\d|_\d)")
     return re.search(pat, text) is not None
 
 

@@ -400,8 +400,8 @@ def _tier_digest(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, t
         probe = _dry_run(point, [{"startId": first, "endId": last, "summary": _PLACEHOLDER}])
     except LabelSkipped:
         return None  # the kernel would not fold this run of blocks
-    if not probe.new_block_ids:
-        return None
+    if not probe.new_block_ids or probe.warnings:
+        return None  # nothing folded, or a message inside it left out (recent, protected)
     new = probe.state.block(probe.new_block_ids[0])
     srcs = [point.state.block(b) for b in new.direct_block_ids]
     blocks = [BlockSource(b.block_id, b.tier, b.summary, b.topic, b.compressed_tokens, len(b.effective_message_ids))
@@ -422,23 +422,30 @@ def _tier(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: Lab
     order = [b.block_id for b in point.state.blocks if b.block_id in targets]
     if len(order) < 2:
         return None  # a digest folds at least two blocks: decline, then recovery / ordinary
-    # Every target block at once first; when that digest cannot pass (too long for a small
-    # window's kernel, say), the longest run of adjacent targets that can, oldest first.
+    # Every target block at once first; when that tier-2 digest is too long for the kernel
+    # (a small window), the longest run of adjacent targets whose digest passes, oldest first.
     spans = [(i, j) for n in range(len(order), 1, -1) for i in range(len(order) - n + 1) for j in [i + n - 1]]
+    if tier == 3:
+        spans = spans[:1]  # a condense folds what the nudge lists, whole
     reasons: list[str] = []
+    found: tuple[Any, list[BlockSource], str, str] | None = None
+    limit = 0.95 * point.kconfig.compress.max_summary_length
     for i, j in spans:
         made = _tier_digest(point, hs, doctrine, rng, tier, order[i], order[j])
         if made is None:
             continue
         out, blocks = made
         if out.passed:
-            first, last = order[i], order[j]
+            found = (out, blocks, order[i], order[j])
             break
         reasons = reasons or out.report.reasons[:2]
-    else:
+        if (i, j) == spans[0] and len(out.text.strip()) <= limit:
+            break  # the whole run failed on content, not on the kernel's size limit: no label
+    if found is None:
         if not reasons:
             return None
         raise LabelSkipped("summary_failed", f"tier-{tier}: " + "; ".join(reasons))
+    out, blocks, first, last = found
     topic = f"tier-{tier} digest of {first}..{last}"
     args = actions.compress_args(topic, [{"startId": first, "endId": last, "summary": out.text, "topic": topic}])
     _dry_run(point, actions.host_ranges(args))
