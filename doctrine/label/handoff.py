@@ -325,6 +325,9 @@ _KNOB = re.compile(r"(?<![\w.])\w*(?:timeout|limit|max|min|retries|retry|size|tt
 _TEST_NAME = re.compile(r"""\b(?:it|test|describe)\(\s*['"`]([^'"`]{3,80})['"`]|\bdef (test_\w+)""")
 _PIN = re.compile(r"(?<![\w.-])([A-Za-z][\w.-]*)(==|>=|@)(\d+(?:\.\d+)+)")
 _CONFIG_EXT = re.compile(r"\.(?:json|ya?ml|toml|ini|cfg|conf|env|properties|tfvars)$|(?:^|/)\.env")
+# A config file printed through the shell (JSON left out: its quoted keys are read as a file).
+_SHOW_CONFIG = re.compile(r"^\s*(?:cat|head|tail|less|more)\b[^|;&]*?\s(?P<path>[^\s|;&]*(?:\.(?:env|ya?ml|toml|ini|cfg|"
+                          r"conf|properties|tfvars)|/\.env))(?:\s|$)")
 _DIRECTIVE_ROW = re.compile(r"^\s*[a-z_]+\s+[\w.:/-]*\d[\w.:/-]*;$")  # nginx: keepalive_timeout 65s;
 _CFG_ROW = re.compile(r"^\s*[\"']?[\w.@/-]+[\"']?\s*[:=]\s*[\"']?[\w.^~<>=@/-]*\d[\w.^~<>=@/-]*[\"']?,?\s*$")
 
@@ -505,6 +508,13 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
                 rd.add("steps", line, 2 if note or "`" in line else 3)
                 continue
             rows = [r for r in out.split("\n") if r.strip()]
+            shown = _SHOW_CONFIG.match(_CD.sub("", cmd or ""))
+            picked = [r.strip().rstrip(",") for r in rows if _CFG_ROW.match(r) or _DIRECTIVE_ROW.match(r)][:5]
+            if shown and picked:
+                # A config file printed through the shell (cat app.env): what it sets, as a read says.
+                rd.add("steps", f"{verbs['ran']} {code(_CD.sub('', cmd), 90)} ({ref}): it sets "
+                                + ", ".join(code(p, 80) for p in picked) + ".", 2)
+                continue
             if cmd and len(rows) >= 3 and sum(1 for r in rows if _CAT_N.match(r)) >= 0.6 * len(rows):
                 # A file printed with line numbers through the shell (cat -n, nl): a file read.
                 target = next((t for t in reversed(cmd.split()) if "." in t or "/" in t), cmd)
