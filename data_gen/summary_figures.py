@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from doctrine.conform.patterns import find_path_lines, norm, path_suffix_match
+from doctrine.label.handoff import grep_file
 
 __all__ = ["bare_value", "content_lines", "empty_promise", "exact_items", "lone_location", "missing_items",
            "setting_in", "upkeep_remark"]
@@ -135,11 +136,15 @@ def exact_items(summary: str) -> list[tuple[str, str]]:
 
 def setting_in(key: str, value: str, text: str) -> bool:
     """``text`` sets ``key`` to exactly ``value`` (``=``/``:``, optional spaces and quotes)."""
+    # The value ends at anything but more of a number: "32." ends a sentence, "32..." a cut
+    # line; "32.5" and "32_000" are other values.
     pat = (rf"(?<![\w-]){re.escape(key)}[\"']?\s*[=:]\s*[\"']?{re.escape(value)}"
-           rf"(?![\w.]|_\d)")
+           rf"(?!\w|\.\d|_\d)")
     return re.search(pat, text) is not None
 
 
+_COMMAND = re.compile(r'"command":\s*"((?:[^"\\]|\\.)*)"')
+_GREP_ROW = re.compile(r"^(\d+)[:-]", re.M)
 _NUMBERED = re.compile(r"^\s*(\d+)\t", re.M)  # a `cat -n` listing row (edit and view results)
 _HUNK_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.M)
@@ -150,6 +155,10 @@ def _source_lines(source: str) -> list[tuple[str, int]]:
     numbered listing of a file the source names (an edit's or view's ``cat -n`` result) and
     the lines of a diff hunk under its ``+++`` file."""
     out = [(p, n) for p, n, _ in find_path_lines(source)]
+    # grep -n over one file prints "12:text": the row is line 12 of the file the command names.
+    grepped = [f for c in _COMMAND.findall(source) for f in [grep_file(c)] if f]
+    if grepped:
+        out += [(f, int(n)) for f in grepped for n in _GREP_ROW.findall(source)]
     listed = {int(n) for n in _NUMBERED.findall(source)}
     if listed:
         out += [(p, n) for p in re.findall(r'"path":\s*"([^"]+)"', source) for n in listed]

@@ -4,8 +4,8 @@
 messages. Used by the SWE-rebench source; any recorded trajectory in the same message
 format can use it.
 
-Steps: a step starts at every user message and at every assistant message that does
-not directly answer a user message; it runs until the next start, so each step is one
+Steps: a step starts at every user message (user messages in a row open one step) and at
+every assistant message that does not directly answer a user message; it runs until the next start, so each step is one
 assistant turn with its tool results (plus the user message that prompted it). Leading
 system messages belong to the first step.
 
@@ -17,8 +17,15 @@ Facts (kept conservative: each is a verbatim string of the message that introduc
 - ``error_strings``: the last line of a Python traceback, a pytest ``E   XError: ...``
   line, or an ``Error: ...`` line in a tool result, used by a later step that quotes
   its message part or greps a quoted pattern contained in it;
+- ``error_strings`` also: the failure lines of other toolchains (``--- FAIL:``, a
+  ``_test.go:N:`` check, ``error[E0502]: ...``, a Rust panic, a JVM exception, an rspec
+  rerun line, ``path:line: error: ...`` diagnostics, ``Error from server``, ``tool: error:``,
+  ``[emerg]``, a failed unit's ``Active:`` line); an error is also used by a later step
+  that runs the same command again (a rerun checks the error against the last one);
 - ``exact_values``: a pytest node id in a tool result, used by a later call that
-  repeats it.
+  repeats it; a version (``v0.4.47``), a setting with a number (``retries: 3``,
+  ``TIMEOUT=30``) or a number with a unit (``45s``, ``512Mi``) printed by a tool, used by a
+  later step whose call or text carries the same value.
 
 Each use is credited to the latest message before the using step that introduced the
 same thing, since that is the message the step would need to keep.
@@ -63,6 +70,26 @@ _ERROR_PREFIX = re.compile(r"^\s*((?:Error|ERROR): .+)$", re.M)
 _NODE_ID = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w.-]+\.py::[\w:]+(?:\[[^\]\s]*\])?")
 _QUOTED = re.compile(r"\"([^\"\n]{5,})\"|'([^'\n]{5,})'")
 _EDIT_COMMANDS = {"create", "str_replace", "insert"}
+# Failure lines of other toolchains, read whole (the data source's own patterns).
+_TOOLCHAIN_ERR = re.compile(
+    r"^\s*(?:[\u2502|]\s*)?("
+    r"--- FAIL: \S+(?: \([\d.]+s\))?"
+    r"|[\w./-]+_test\.go:\d+: .+"
+    r"|error\[E\d{4}\]: .+"
+    r"|thread '[^']+' panicked at .+"
+    r"|(?:[a-z_]\w*\.)+[A-Z]\w*(?:Exception|Error): .+"
+    r"|rspec \S+:\d+ # .+"
+    r"|[\w./-]+\.\w{1,5}:\d+(?::\d+)?: (?:error: )?.+\[[\w-]+\]"
+    r"|Error from server \(\w+\): .+"
+    r"|[\w.@-]+: (?:error|FATAL|\[emerg\]|\[crit\]): .+"
+    r"|psql:\S+:\d+: ERROR: .+"
+    r"|Active: failed \(Result: [\w-]+\)"
+    r")\s*$", re.M)
+_VALUE = re.compile(
+    r"(?<![\w./-])(v?\d+\.\d+\.\d+(?:-[\w.]+)?"  # a version (retry@v0.4.47 too)
+    r"|\d+(?:\.\d+)?(?:ms|s|m|h|d|Mi|Gi|Ki|MB|GB|KB|MiB|GiB|%)"  # a number with a unit
+    r")(?![\w.])")
+_SETTING = re.compile(r"(?<![\w./-])([A-Za-z_][\w-]{2,})(?::\s+|\s*=\s*)[\"']?(-?\d[\w.]*)(?![\w.])")
 _MIN_QUOTE = 8  # the shortest error message part that counts as quoted
 
 
@@ -71,7 +98,10 @@ def _steps(msgs: list[dict[str, Any]]) -> list[Step]:
     starts = [0]
     for i in range(first + 1, len(msgs)):
         role = msgs[i]["role"]
-        if role == "user" or (role == "assistant" and msgs[i - 1]["role"] != "user"):
+        prev = msgs[i - 1]["role"]
+        # A user message right after another (a note, then the task) opens no step of its
+        # own: a step without an assistant turn would be skipped with its decision point.
+        if (role == "user" and prev != "user") or (role == "assistant" and prev != "user"):
             starts.append(i)
     ends = starts[1:] + [len(msgs)]
     return [Step(index=k, start=a, end=b) for k, (a, b) in enumerate(zip(starts, ends, strict=True))]
@@ -137,6 +167,10 @@ def _facts(msgs: list[dict[str, Any]], step_of: list[int]) -> list[Fact]:
     book = _Facts(step_of)
     by_suffix: dict[str, set[str]] = {}  # a tail of a seen path -> seen paths ending with it
     errors: list[str] = []  # distinct error texts, in order of first sighting
+    commands = {c["id"]: _command(c) for m in msgs if m["role"] == "assistant"
+                for c in m.get("tool_calls", ()) if _command(c)}
+    rerun: dict[str, set[str]] = {}  # a command -> the errors its output showed
+    values: set[str] = set()
     for i, m in enumerate(msgs):
         if m["role"] == "tool":
             texts = [m["content"]]
@@ -155,8 +189,14 @@ def _facts(msgs: list[dict[str, Any]], step_of: list[int]) -> list[Fact]:
                 book.add("error_strings", err, i, err)
                 if err not in errors:
                     errors.append(err)
+                cmd = commands.get(m.get("tool_call_id") or "")
+                if cmd:
+                    rerun.setdefault(cmd, set()).add(err)
             for node in _node_ids(text):
                 book.add("exact_values", node, i, node)
+            for key, verbatim in _values_in(text).items():
+                book.add("exact_values", key, i, verbatim)
+                values.add(key)
     for j, m in enumerate(msgs):
         if m["role"] != "assistant":
             continue
@@ -176,6 +216,13 @@ def _facts(msgs: list[dict[str, Any]], step_of: list[int]) -> list[Fact]:
         for arg in args:
             for node in _node_ids(arg):
                 book.use("exact_values", node, step)
+        for c in m.get("tool_calls", ()):
+            for err in rerun.get(_command(c) or "", ()):
+                book.use("error_strings", err, step)
+        if values:
+            for key in _values_in(blob):
+                if key in values:
+                    book.use("exact_values", key, step)
     facts = sorted(book.facts.values(), key=lambda f: (f.message, f.id))
     for f in facts:
         f.used_at.sort()
@@ -198,6 +245,33 @@ def _paths_in(text: str) -> Iterator[tuple[str, str]]:
         yield _norm_path(bare), bare + line.group(0) if line else bare
 
 
+def _command(call: dict[str, Any]) -> str | None:
+    """A shell call's command without a leading ``cd DIR &&`` and a trailing ``| tail``/``| head``."""
+    if call["function"]["name"] not in ("execute_bash", "bash"):
+        return None
+    try:
+        cmd = json.loads(call["function"]["arguments"]).get("command")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(cmd, str):
+        return None
+    cmd = re.sub(r"^\s*cd\s+\S+\s*&&\s*", "", cmd)
+    return " ".join(re.sub(r"\s*\|\s*(?:tail|head)\b[^|]*$", "", cmd).split()) or None
+
+
+def _values_in(text: str) -> dict[str, str]:
+    """Versions, numbers with units and ``key: 3`` settings of ``text``: key -> verbatim text.
+
+    A setting's key is its name and value whatever the separator (``retries: 3`` and
+    ``retries=3`` are one value); the verbatim text is what the message printed."""
+    if not any(ch.isdigit() for ch in text):
+        return {}
+    out = {m.group(1).lstrip("v"): m.group(1) for m in _VALUE.finditer(text)}
+    for m in _SETTING.finditer(text):
+        out[f"{m.group(1)}={m.group(2)}"] = m.group(0)
+    return out
+
+
 def _node_ids(text: str) -> set[str]:
     return set(_NODE_ID.findall(text)) if ".py::" in text else set()  # the cheap test first
 
@@ -216,4 +290,5 @@ def _errors_in(text: str) -> list[str]:
         found += [e.rstrip() for e in _PYTEST_E.findall(text)]
     if "RROR: " in text or "rror: " in text:
         found += [e.rstrip() for e in _ERROR_PREFIX.findall(text)]
+    found += [e.rstrip() for e in _TOOLCHAIN_ERR.findall(text)]
     return list(dict.fromkeys(found))

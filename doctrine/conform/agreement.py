@@ -82,6 +82,53 @@ def _read_source(ref: str, root: Path, where: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def _call(mid: str, cid: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"id": mid, "role": "assistant", "content": None, "tool_calls": [
+        {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]}
+
+
+def expand_session(session: Any, where: str = "session") -> list[dict[str, Any]]:
+    """Chat messages from the compact ``session:`` form of a case file.
+
+    ``{first_id: 1101, steps: [...]}`` where a step is ``{user: text}``, ``{say: text}``,
+    ``{run: command, out: text}``, ``{view: path, out: text}`` or
+    ``{edit: path, old: text, new: text, out: text}``; messages get the ids m01101, m01102...
+    in order and each call/result pair an OpenHands tool name (execute_bash, str_replace_editor).
+    """
+    if not isinstance(session, dict) or not isinstance(session.get("steps"), list):
+        raise CaseError(f"{where}: 'session' needs a 'steps' list")
+    n = int(session.get("first_id", 1))
+    out: list[dict[str, Any]] = []
+
+    def mid() -> str:
+        nonlocal n
+        n += 1
+        return f"m{n - 1:05d}"
+
+    for i, st in enumerate(session["steps"]):
+        if not isinstance(st, dict):
+            raise CaseError(f"{where}: step {i} is not a mapping")
+        cid = f"call_{session.get('first_id', 1)}_{i}"
+        if "user" in st or "say" in st:
+            role = "user" if "user" in st else "assistant"
+            out.append({"id": mid(), "role": role, "content": str(st.get("user", st.get("say")))})
+            continue
+        if "run" in st:
+            name, args = "execute_bash", {"command": str(st["run"])}
+        elif "view" in st:
+            name, args = "str_replace_editor", {"command": "view", "path": str(st["view"])}
+        elif "edit" in st:
+            name, args = "str_replace_editor", {"command": "str_replace", "path": str(st["edit"]),
+                                                "old_str": str(st.get("old", "")), "new_str": str(st.get("new", ""))}
+        else:
+            raise CaseError(f"{where}: step {i} has none of user/say/run/view/edit")
+        out.append(_call(mid(), cid, name, args))
+        default = f"The file {st.get('edit')} has been edited." if "edit" in st else ""
+        out.append({"id": mid(), "role": "tool", "tool_call_id": cid, "name": name,
+                    "content": str(st.get("out", default)).rstrip("\n")})
+    return out
+
+
 def load_cases(folder: str | Path) -> list[AgreementCase]:
     """Every case of every ``*.yaml`` in ``folder``, in file then case order."""
     folder = Path(folder)
@@ -95,10 +142,12 @@ def load_cases(folder: str | Path) -> list[AgreementCase]:
             raise CaseError(f"{where}: expected a mapping with a 'cases' list")
         if "source" in data:
             source = data["source"]
+        elif "session" in data:
+            source = expand_session(data["session"], where)
         elif "source_file" in data:
             source = _read_source(str(data["source_file"]), root, where)
         else:
-            raise CaseError(f"{where}: needs 'source' or 'source_file'")
+            raise CaseError(f"{where}: needs 'source', 'session' or 'source_file'")
         for c in data["cases"]:
             cid = c.get("id") if isinstance(c, dict) else None
             if not cid or cid in seen:

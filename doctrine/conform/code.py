@@ -63,7 +63,9 @@ _CFG_LINE = re.compile(
 )
 # Output lines where a version is the point (installs, bumps, resolutions), not a banner.
 _VERSION_CONTEXT = re.compile(
-    r"install|upgrad|downgrad|bump|version|requires?|depend|resolv|updated|added|changed|->|→", re.I)
+    r"install|upgrad|downgrad|bump|version|requires?|depend|resolv|updated|added|changed|->|→|=>|"
+    r"\bv\d+\.\d+\.\d+", re.I)  # a v-prefixed x.y.z (go.mod, tags) names a version itself
+_BUILD_PROGRESS = re.compile(r"^\s*(?:Compiling|Checking|Finished|Running|Fresh|Documenting)\s")
 # Threshold-like words (not inside longer words: "report" is not "port").
 _THRESHOLD_WORDS = re.compile(
     r"(?<![a-z])(?:timeout|limit|threshold|max|min|retr|ttl|latency|took|duration|memory|heap|exceed|budget|"
@@ -115,7 +117,9 @@ def scan_values(text: str, msg: str, c: Collector, *, base: float, config_file: 
         if hashes:
             for m in _HASH.finditer(line):
                 c.add("exact_values", "hash", m.group(0), msg, base, needle=m.group(0))
-        vboost = 0.1 if base >= 0.4 or _VERSION_CONTEXT.search(line) else 0.0
+        # A build tool's progress line names the project's own version (Compiling kvcache v0.3.1).
+        progress = _BUILD_PROGRESS.match(line) is not None
+        vboost = 0.1 if base >= 0.4 or (_VERSION_CONTEXT.search(line) and not progress) else 0.0
         for m in VERSION_RE.finditer(line if not series else ""):
             num, op = m.group("num"), m.group("op") or ""
             if op == "@":

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .code import scan_diff, scan_edit, scan_edit_result, scan_values, scan_view
+from .code import S_CONFIG_VIEW, scan_diff, scan_edit, scan_edit_result, scan_values, scan_view
 from .items import Collector, KeepItem
 from .messages import SourceMessage, normalise_messages
 from .outputs import S_COUNTS, S_FINAL_COUNTS, scan_tool_output
-from .patterns import find_path_lines
+from .patterns import CONFIG_EXTS, PATH, find_path_lines
 from .prose import S_QUESTION, resolve_question, scan_assistant_prose, scan_user_text, unanswered
 from .settings import ConformanceSettings, settings_for
 
@@ -26,6 +26,27 @@ _HARNESS_LINE = re.compile(r"^\[(?:The command completed with exit code|Command 
 
 _EDIT_TOOLS = {"str_replace_editor", "edit_file", "write_file", "create_file", "str_replace_based_edit_tool"}
 _SHELL_TOOLS = {"execute_bash", "bash", "shell", "run_command", "terminal", "execute_command"}
+
+
+_CONFIG_PATH = re.compile(PATH)
+# A grep -n hit: "path:12:text" over many files, "12:text" (or "12-text" for context) over one.
+_GREP_HIT = re.compile(r"^(?:(?P<path>[^\s:]+):)?(?P<line>\d+)[:-](?P<text>.*)$")
+
+
+def _is_config_path(path: str) -> bool:
+    return path.rsplit(".", 1)[-1].lower() in CONFIG_EXTS
+
+
+def _scan_grep_config(command: str, text: str, key: str, c: Collector) -> None:
+    """Settings in grep hits on config files: the rows a reader sees, like a file view's."""
+    one = [p for p in _CONFIG_PATH.findall(command) if _is_config_path(p)]
+    for line in text.split("\n"):
+        m = _GREP_HIT.match(line)
+        if not m:
+            continue
+        path = m.group("path") or (one[0] if len(one) == 1 else "")
+        if path and _is_config_path(path):
+            scan_values(m.group("text"), key, c, base=S_OUTPUT_VALUE, config_file=True, config_salience=S_CONFIG_VIEW)
 
 
 def source_messages(messages: Any) -> list[SourceMessage]:
@@ -99,12 +120,17 @@ def extract_keep_items(messages: Any, *, doctrine: Any = None,
             elif name in _SHELL_TOOLS or isinstance(args.get("command"), str):
                 cmd = args.get("command") if isinstance(args.get("command"), str) else m.text
                 scan_values(cmd, key, c, base=S_COMMAND_VALUE, config_salience=S_COMMAND_VALUE, hashes=True)
+                if m.tool_call_id and re.search(r"\b(?:grep|rg|ag)\b", cmd):
+                    pending[m.tool_call_id] = ([], None, "grep:" + cmd)
             else:
                 scan_values(m.text, key, c, base=S_OUTPUT_VALUE)
         elif m.kind == "tool-result":
             text = _HARNESS_LINE.sub("", m.text)
             changed, path, command = pending.pop(m.tool_call_id or "", ([], None, None))
-            if command is not None and command != "view":
+            if command is not None and command.startswith("grep:"):
+                _scan_grep_config(command[5:], text, key, c)
+                scan_values(text, key, c, base=S_OUTPUT_VALUE)
+            elif command is not None and command != "view":
                 # An edit's echo: the edit call already yielded its candidates.
                 scan_edit_result(text, changed, path, key, c)
             elif command == "view" or scan_view(text, path, key, c):

@@ -115,7 +115,8 @@ def _error_prefix(needle: str) -> str:
 
 
 def _number_re(num: str) -> str:
-    return r"(?<![\w.])" + re.escape(num)
+    # A version may carry a leading v (v0.4.47 keeps 0.4.47); other numbers stand alone.
+    return r"(?:(?<![\w.])|(?<=(?<![\w.])[vV]))" + re.escape(num)
 
 
 def _pairs_in_window(summary: Summary, pairs: list[str], window: int) -> bool:
@@ -175,6 +176,7 @@ def _word_credit(needle: str, summary: Summary, full: float) -> float:
 _EXC_HEAD = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*|TS\d+|npm ERR!|fatal|error|ERROR|FATAL)\s*:\s*(?P<msg>.*)$")
 
 
+_CODED_ERR = re.compile(r"^(?:error|warning)\[(?P<code>E\d{4})\]:\s*(?P<msg>.*)$")
 _EXC_TYPE = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault|Timeout|Refused|Invalid\w*|"
                        r"Iteration)$|^TS\d+$|^[a-z_]+(?:\.[a-z_]+)*\.[A-Z]\w+$")
 
@@ -189,6 +191,11 @@ def _error_credit(item: KeepItem, summary: Summary, full: float) -> float:
         # A pytest id: the test function's name carries it; the file around it may change.
         name = re.split(r"::", needle)[-1].strip()
         return 1.0 if name and name in summary.text else 0.0
+    m = _CODED_ERR.match(_strip(needle, False))
+    if m:  # rustc error[E0502]: the code and the message's names, like an exception
+        has_code = m.group("code") in summary.text
+        rest = _word_credit(m.group("msg"), summary, full)
+        return round(0.5 + 0.5 * rest, 4) if has_code else round(0.4 * rest, 4)
     m = _EXC_HEAD.match(_strip(needle, False))
     if m and _EXC_TYPE.search(m.group("type")):
         kind = m.group("type").rsplit(".", 1)[-1]

@@ -29,8 +29,8 @@ S_FRAME_PROJECT_LAST = 0.85  # innermost traceback frame in project code
 S_FRAME_PROJECT = 0.5  # other project frames
 S_FRAME_LIBRARY = 0.15  # frames in site-packages, stdlib, node_modules
 S_DIAG_LOCATION = 0.85  # path:line of a compiler diagnostic or pytest failure location
-S_FRAME_CODE = 0.6  # the source line printed under the innermost project frame
 S_OUTPUT_PATH = 0.3  # any other path:line in output (grep -n hits and the like)
+S_NOTE = 0.2  # a linter's note line (under min_salience: context, not a KEEP item)
 
 _LIB_PATH = re.compile(r"^<|site-packages|dist-packages|/lib/python\d|<frozen|node_modules|node:internal|^internal/")
 _EXC_NAME = (
@@ -62,6 +62,36 @@ _SHELL_ERR = re.compile(
 _PREFIX_ERR = re.compile(r"^(?P<line>(?:fatal|error|ERROR|Error|npm ERR!|npm error|panic|FATAL):? .+)$")
 _LOG_LEVEL = re.compile(r"(?:^|[\s\[|])(?P<lvl>ERROR|FATAL|CRITICAL|PANIC|SEVERE|WARN|WARNING)(?:[\]|:]|\s)\s*(?P<msg>.+)$")
 _LOGFMT = re.compile(r'\blevel=(?P<lvl>error|fatal|warn|warning)\b.*?\bmsg=(?:"(?P<q>[^"]+)"|(?P<u>\S+))', re.I)
+# Other toolchains' failure shapes (Go, Rust, JVM, rspec, linters, service managers).
+_GO_FAIL = re.compile(r"^--- FAIL: (?P<name>\S+)")
+_GO_ASSERT = re.compile(r"^(?P<path>[\w./-]+_test\.go):(?P<line>\d+): (?P<msg>.+)$")
+_RUST_ERR = re.compile(r"^(?P<sev>error|warning)\[(?P<code>E\d{4})\]: (?P<msg>.+)$")
+_RUST_LOC = re.compile(r"^-->\s*(?P<path>[^\s:]+):(?P<line>\d+):\d+$")
+_RUST_PANIC = re.compile(r"^thread '(?P<name>[^']+)' panicked at (?P<path>[^\s:]+):(?P<line>\d+):\d+:?(?: (?P<msg>.+))?$")
+_RUST_ASSERT = re.compile(r"^(?P<line>(?:left|right): .+)$")
+_CARGO_COUNTS = re.compile(r"^test result: \w+\. (?P<counts>\d+ passed; \d+ failed)")
+_JVM_FRAME = re.compile(r"^at (?P<fn>[\w$.<>]+)\((?P<file>[\w$-]+\.(?:java|kt|scala|groovy|clj)):(?P<line>\d+)\)$")
+_JVM_LIB = re.compile(r"^(?:java|javax|jdk|sun|kotlin|scala|org\.junit|org\.gradle|org\.springframework|"
+                      r"worker\.org\.gradle)\.")
+_GRADLE_TEST = re.compile(r"^(?P<cls>[\w.$]+) > (?P<name>.+?) FAILED$")
+_GRADLE_COUNTS = re.compile(r"^(?P<counts>\d+ tests completed, \d+ failed(?:, \d+ skipped)?)")
+_RSPEC_ID = re.compile(r"^rspec (?P<path>\S+?):(?P<line>\d+) # (?P<name>.+)$")
+_RSPEC_COUNTS = re.compile(r"^(?P<counts>\d+ examples?, \d+ failures?(?:, \d+ pending)?)$")
+_RSPEC_EXPECT = re.compile(r"^(?P<line>(?:expected|got|Failure/Error): .+)$")
+# A compiler or linter diagnostic: path:line[:col]: [severity:] message [rule] (mypy, go vet,
+# actionlint, shellcheck -f gcc, psql). A bare grep -n hit (path:line:text) is not one.
+_LINT_DIAG = re.compile(
+    r"^(?:[\w-]+:)?(?P<path>[\w./@+-]+\.[A-Za-z]{1,5}):(?P<line>\d+)(?::(?P<col>\d+))?:\s+"
+    r"(?:(?P<sev>error|warning|note|fatal error|ERROR|WARNING|FATAL):\s+)?(?P<msg>.+?)\s*$")
+_RULE_TAG = re.compile(r"\s\[[\w-]+\]$")
+# systemd: the unit's state line and a failed process line.
+_UNIT_STATE = re.compile(r"^Active: (?P<state>failed|inactive \(dead\)|activating \(auto-restart\))(?P<rest>.*)$")
+_UNIT_PROC = re.compile(r"\(code=(?:exited|killed|dumped), status=(?P<st>[^)]+)\)")
+# journalctl / syslog prefix: "Dec 01 09:14:03 host unit[pid]: ".
+_JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w@.-]+(?:\[\d+\])?: ")
+# "pg_dump: error: ...", "nginx: [emerg] ...", "helm: error ...": a tool naming its own failure.
+_TOOL_ERR = re.compile(r"^(?P<line>[\w.@-]+: (?:error|fatal|FATAL|ERROR|\[(?:emerg|alert|crit|error)\]):? .+)$")
+_BOX = re.compile(r"^[\u2502\u2575\u2577|]\s?")
 _LEADING_TAGS = re.compile(r"^(?:\[[^\]]{1,40}\]\s*|[\w.-]{1,40}:\s(?=\S)|-\s)+")
 
 
@@ -72,9 +102,10 @@ _KEYWORDS = (
     "error", "fail", "fatal", "exception", "warn", "critical", "panic", "severe", "denied", "not found",
     "no such", "killed", "refused", "segmentation", "cannot access", "passed", "skipped", "deselected",
     "rerun", "xpass", "exit", "interrupt", "fault", "timeout", "invalid", "stopiteration", "\u25cf",
-    "expected", "received", "traceback", "::", "tests:", "err!",
+    "expected", "received", "traceback", "::", "tests:", "err!", "left:", "right:", "got:", "active:",
+    "status=", "examples,", "rspec ", "[emerg]", "[alert]", "[crit]", "-->", "panicked",
 )
-_LINE_START = re.compile(r"\s*(?:at\s|E(?:\s|$))|[_=-]{5}|.*\.py:\d")
+_LINE_START = re.compile(r"\s*(?:at\s|E(?:\s|$))|[_=-]{5}|.*\.py:\d|.*\.\w{1,5}:\d+:")
 
 
 def _interesting(line: str) -> bool:
@@ -120,10 +151,8 @@ def _scan_tracebacks(lines: list[str], key: str, c: Collector) -> set[int]:
             else:
                 s = S_FRAME_PROJECT_LAST if project and (path, line) == project[-1][:2] else S_FRAME_PROJECT
             c.add("paths_with_lines", "traceback_frame", f"{path}:{line}", key, s, path=path, line=line)
-        if project and project[-1][3]:
-            code = project[-1][3]
-            if len(code) >= 6:
-                c.add("signatures", "frame_code", code, key, S_FRAME_CODE)
+        # The source line printed under a frame is context of that frame, not a signature
+        # the summary must carry: the frame's path:line already anchors it.
         i = j + 1
     for n, (_j, line) in enumerate(exceptions):
         s = S_FINAL_EXCEPTION if n == len(exceptions) - 1 else S_EXCEPTION
@@ -141,6 +170,85 @@ def _log_message(msg: str) -> str:
     return _LEADING_TAGS.sub("", msg.strip()).strip()
 
 
+def _loc(c: Collector, kind: str, path: str, line: str, key: str, s: float) -> None:
+    c.add("paths_with_lines", kind, f"{path}:{line}", key, s, path=path, line=int(line))
+
+
+def _scan_toolchains(line: str, key: str, c: Collector, counts: list, state: dict) -> bool:
+    """Go, Rust, JVM, rspec, linter, systemd and tool-prefixed errors; True if ``line`` was one."""
+    if m := _GO_FAIL.match(line):
+        c.add("error_strings", "test_id", m.group("name"), key, S_TEST_ID)
+        return True
+    if m := _GO_ASSERT.match(line):
+        _loc(c, "failure_location", m.group("path"), m.group("line"), key, S_DIAG_LOCATION)
+        c.add("error_strings", "assertion", truncate(line, 200), key, S_ASSERT)
+        return True
+    if m := _RUST_ERR.match(line):
+        s = S_TS_ERROR if m.group("sev") == "error" else S_LOG_WARN
+        c.add("error_strings", "compiler_error", truncate(line, 200), key, s)
+        state["rust_sev"] = s
+        return True
+    if (m := _RUST_LOC.match(line)) and "rust_sev" in state:
+        _loc(c, "diagnostic", m.group("path"), m.group("line"), key,
+             S_DIAG_LOCATION if state.pop("rust_sev") == S_TS_ERROR else S_OUTPUT_PATH)
+        return True
+    if m := _RUST_PANIC.match(line):
+        c.add("error_strings", "test_id", m.group("name"), key, S_TEST_ID)
+        _loc(c, "failure_location", m.group("path"), m.group("line"), key, S_DIAG_LOCATION)
+        if m.group("msg"):
+            c.add("error_strings", "assertion", truncate(m.group("msg"), 200), key, S_ASSERT)
+        state["panic"] = True
+        return True
+    if state.get("panic") and (m := _RUST_ASSERT.match(line)):
+        c.add("error_strings", "assertion", truncate(m.group("line"), 200), key, S_ASSERT)
+        return True
+    for pat, runner in ((_CARGO_COUNTS, "cargo"), (_GRADLE_COUNTS, "gradle"), (_RSPEC_COUNTS, "rspec")):
+        if m := pat.match(line):
+            counts.append((runner, m.group("counts").replace(";", ","), key))
+            return True
+    if m := _JVM_FRAME.match(line):
+        lib = _JVM_LIB.match(m.group("fn")) is not None
+        s = S_FRAME_LIBRARY if lib else S_FRAME_PROJECT if state.get("jvm_seen") else S_FRAME_PROJECT_LAST
+        state["jvm_seen"] = state.get("jvm_seen") or not lib
+        _loc(c, "stack_frame", m.group("file"), m.group("line"), key, s)
+        if s == S_FRAME_PROJECT_LAST:
+            c.add("error_strings", "stack_frame", truncate(line[3:], 200), key, S_ASSERT)
+        return True
+    if m := _GRADLE_TEST.match(line):
+        c.add("error_strings", "test_id", f"{m.group('cls')} > {m.group('name')}", key, S_TEST_ID,
+              needle=m.group("name"))
+        return True
+    if m := _RSPEC_ID.match(line):
+        c.add("error_strings", "test_id", f"{m.group('path')}:{m.group('line')} # {m.group('name')}", key,
+              S_TEST_ID, needle=m.group("name"))
+        _loc(c, "failure_location", m.group("path"), m.group("line"), key, S_DIAG_LOCATION)
+        return True
+    if m := _RSPEC_EXPECT.match(line):
+        if not line.startswith("Failure/Error"):
+            c.add("error_strings", "assertion", truncate(m.group("line"), 200), key, S_ASSERT)
+        return True
+    if (m := _LINT_DIAG.match(line)) and (m.group("sev") or m.group("col") or _RULE_TAG.search(line)):
+        sev = (m.group("sev") or "error").lower()
+        # A note (mypy's "Revealed type", a hint) explains an error; it is not one to keep.
+        s = S_TS_ERROR if "error" in sev or "fatal" in sev else S_NOTE if sev == "note" else S_LOG_WARN
+        _loc(c, "diagnostic", m.group("path"), m.group("line"), key,
+             S_DIAG_LOCATION if s == S_TS_ERROR else min(s, S_OUTPUT_PATH))
+        c.add("error_strings", "diagnostic", truncate(m.group("msg"), 200), key, s)
+        return True
+    if m := _UNIT_STATE.match(line):
+        res = re.search(r"\(Result: [\w-]+\)", m.group("rest"))
+        text = f"Active: {m.group('state')}" + (f" {res.group(0)}" if res else "")
+        c.add("error_strings", "unit_state", text, key, S_ERROR_LINE)
+        return True
+    if (m := _UNIT_PROC.search(line)) and "FAILURE" in m.group("st"):
+        c.add("exact_values", "exit_status", f"status={m.group('st')}", key, S_ERROR_LINE, needle=f"status={m.group('st')}")
+        return True
+    if m := _TOOL_ERR.match(line):
+        c.add("error_strings", "error_line", truncate(m.group("line"), 200), key, S_ERROR_LINE)
+        return True
+    return False
+
+
 def scan_tool_output(text: str, key: str, c: Collector, *, last_counts: list) -> None:
     """Add the KEEP candidates of one tool result.
 
@@ -153,10 +261,11 @@ def scan_tool_output(text: str, key: str, c: Collector, *, last_counts: list) ->
     e_seen = False
     node_project_frame_seen = False
     in_jest_failure = False
+    state: dict = {}
     for idx, raw in enumerate(lines):
         if idx in used:
             continue
-        line = raw.rstrip()
+        line = _JOURNAL.sub("", _BOX.sub("", raw.rstrip()))
         stripped = line.strip()
         if not stripped or not _interesting(line):
             continue
@@ -206,6 +315,8 @@ def scan_tool_output(text: str, key: str, c: Collector, *, last_counts: list) ->
         m = _JEST_EXPECT.match(line)
         if m and in_jest_failure:
             c.add("error_strings", "assertion", truncate(m.group("line"), 200), key, S_ASSERT)
+            continue
+        if _scan_toolchains(stripped, key, c, last_counts, state):
             continue
         m = _NODE_FRAME.match(line)
         if m:

@@ -50,7 +50,9 @@ _PAIR = re.compile(r"(?<![\w-])[A-Za-z_][\w.-]*\s*(?:=|:)\s*[^\s,;]+")
 _NUMBER = re.compile(r"(?<![\w.])[-+^~]?\d+(?:[_,]\d{3})*(?:\.\d+)*(?:[A-Za-z%×]+)?(?![\w])")
 _TEST_COUNT = re.compile(r"\b\d+ (?:passed|failed|errors?|skipped|total)\b")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
-_NUM_TOKEN = re.compile(r"(?<![\w.])\d+(?:[_,]\d{3})*(?:\.\d+)?(?![\d])")
+# A number, or a dotted version read whole (0.4.47, v0.4.47), so a version is never cut
+# into an "invented" 0.4.
+_NUM_TOKEN = re.compile(r"(?:(?<![\w.])|(?<=(?<![\w.])[vV]))\d+(?:[_,]\d{3})*(?:\.\d+)*(?![\d])")
 _CONST = re.compile(r"(?<![\w.-])([A-Z][A-Z0-9]*_[A-Z0-9_]+)\s*[:=]\s*-?\d")
 _ARROW = re.compile(r"\s(?:->|→)\s")
 _ACT = re.compile(
@@ -101,6 +103,9 @@ def _statement_kinds(line: str) -> int:
 def _anchors(line: str) -> tuple[int, str]:
     """Number of anchor kinds in ``line`` and the line with them blanked out."""
     kinds = _statement_kinds(line)
+    # A quoted message (an error or log line of four words or more) says what happened: a
+    # label before it ("journalctl: `...`") makes a whole statement.
+    kinds += any(len(_WORD.findall(q)) >= 4 for q in _CODE_SPAN.findall(line))
     rest = line
     for kind_re in (_CODE_SPAN, _PATH_RE, _LINE_N, _ERR_TYPE, _TEST_COUNT, _PAIR, _NUMBER):
         found = kind_re.findall(rest)

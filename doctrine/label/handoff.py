@@ -27,8 +27,9 @@ from typing import Any
 from doctrine.kernel.messages import Message
 
 from .phrasing import upkeep
+from .toolchains import read_failures
 
-__all__ = ["Line", "RangeReading", "read_range"]
+__all__ = ["Line", "RangeReading", "grep_file", "read_range"]
 
 _TAG = re.compile(r"<acp\b[^>]*>\s*m\d+\s*</acp>\n?")
 _TRAILER = re.compile(r"^\[(?:The command completed|Command finished)[^\]]*\]\s*$", re.M)
@@ -173,11 +174,11 @@ def _errors(out: str) -> tuple[list[str], str | None]:
     frames: list[str] = []
     shapes: set[str] = set()
     locs: list[str] = []
-    in_tb = False
+    in_tb = in_python = False
     for raw in lines:
         s = raw.strip()
         if s.startswith("Traceback (most recent call last)"):
-            in_tb = True
+            in_tb = in_python = True
             continue
         m = _FRAME.match(raw)
         if m:
@@ -219,10 +220,20 @@ def _errors(out: str) -> tuple[list[str], str | None]:
                 break
         if s.startswith(("Expected:", "Received:")) and found:
             found.append(s)
+    other = read_failures(out)  # Go, Rust, JVM, rspec, linters, units, tool-prefixed errors
+    found += [x for x in other.lines if x not in found]
     if frames:
         where = frames[-1]
     elif locs:
         where = ", ".join(locs[:4])
+    elif other.where and where is None:
+        where = other.where
+    if other.lines and not frames and not locs and not in_python:
+        # Outside Python the first failure says most (javac, rustc, go test): their order.
+        # Compilers wrap names in backticks (cannot borrow `x`); a quote cannot hold one, and
+        # the line without them reads the same and keeps every word.
+        uniq = list(dict.fromkeys(x.replace("`", "") for x in other.lines + found))
+        return uniq[:8], where
     # The last exception of a traceback says most; keep a few, in order, without repeats.
     uniq = list(dict.fromkeys(found))
     exc = [x for x in uniq if _EXC.match(x)]
@@ -242,7 +253,7 @@ def _counts(out: str) -> str | None:
         m = _PY_COUNTS.match(line)
         if m:
             pytest = m.group("c").strip().rstrip(",")
-    return jest or pytest
+    return jest or pytest or read_failures(out).counts
 
 
 def _edit_sentence(args: dict[str, Any], result: str, verb: str) -> tuple[str, list[str]]:
@@ -276,13 +287,16 @@ def _edit_sentence(args: dict[str, Any], result: str, verb: str) -> tuple[str, l
         if m and m.group("code").strip() == lines[0]:
             where = f"{path}:{m.group('n')}"
             break
-    more = [c for c in lines[1:] if re.search(r"[=:]\s*[\"']?\d", c)][:2]  # changed values, too
+    # Changed values first, then the next changed lines (a multi-line edit's second line).
+    more = [c for c in lines[1:] if re.search(r"[=:]\s*[\"']?\d", c)][:2]
+    more += [c for c in lines[1:3] if c not in more and len(c) <= 80]
     tail = "".join(f", and {code(c, 120)}" for c in more)
     return f"{verb} {where}: the line now reads {code(lines[0], 160)}{tail}", todos
 
 
 _BANNER = re.compile(r"^\[(?:Restored|assistant|user|tool|system)\b")
-_CD = re.compile(r"^\s*cd\s+\S+\s*&&\s*")
+# A leading "cd DIR &&" is noise, unless the folder names a version (retry@v0.4.47).
+_CD = re.compile(r"^\s*cd\s+(?![^\s]*\d+\.\d+)\S+\s*&&\s*")
 _WORDS = re.compile(r"[A-Za-z_][\w-]{3,}")
 
 
@@ -307,11 +321,24 @@ def _question(rd: RangeReading, q: str, m: Message, later: list[Message], ref_of
 
 # Tuning knobs written in code (timeout=5, max_retries: 3): the values a change must carry over.
 _KNOB = re.compile(r"(?<![\w.])\w*(?:timeout|limit|max|min|retries|retry|size|ttl|port|interval|delay|workers|"
-                   r"threshold)\w*\s*[=:]\s*-?\d[\w.]*", re.I)
+                   r"threshold)\w*\s*[=:]\s*(?:'-?\d[\w.]*'|\"-?\d[\w.]*\"|-?\d[\w.]*)", re.I)
 _TEST_NAME = re.compile(r"""\b(?:it|test|describe)\(\s*['"`]([^'"`]{3,80})['"`]|\bdef (test_\w+)""")
 _PIN = re.compile(r"(?<![\w.-])([A-Za-z][\w.-]*)(==|>=|@)(\d+(?:\.\d+)+)")
-_CONFIG_EXT = re.compile(r"\.(?:json|ya?ml|toml|ini|cfg|env|properties)$|(?:^|/)\.env")
+_CONFIG_EXT = re.compile(r"\.(?:json|ya?ml|toml|ini|cfg|conf|env|properties|tfvars)$|(?:^|/)\.env")
+# A config file printed through the shell (JSON left out: its quoted keys are read as a file).
+_SHOW_CONFIG = re.compile(r"^\s*(?:cat|head|tail|less|more)\b[^|;&]*?\s(?P<path>[^\s|;&]*(?:\.(?:env|ya?ml|toml|ini|cfg|"
+                          r"conf|properties|tfvars)|/\.env))(?:\s|$)")
+_DIRECTIVE_ROW = re.compile(r"^\s*[a-z_]+\s+[\w.:/-]*\d[\w.:/-]*;$")  # nginx: keepalive_timeout 65s;
 _CFG_ROW = re.compile(r"^\s*[\"']?[\w.@/-]+[\"']?\s*[:=]\s*[\"']?[\w.^~<>=@/-]*\d[\w.^~<>=@/-]*[\"']?,?\s*$")
+
+
+def grep_file(cmd: str | None) -> str | None:
+    """The one file a ``grep -n`` command searches, if it names exactly one."""
+    if not cmd or not re.search(r"\bgrep\b", cmd) or " -r" in cmd:
+        return None
+    words = [w.strip("'\"") for w in _CD.sub("", cmd).split("|")[0].split()[1:] if not w.startswith("-")]
+    files = [w for w in words[1:] if re.search(r"\.\w+$|(?:^|/)(?:Makefile|Dockerfile)$", w) and "*" not in w]
+    return files[0] if len(files) == 1 else None
 
 
 def _diff_changes(out: str) -> list[str]:
@@ -374,7 +401,7 @@ def _view_sentence(path: str, out: str, ref: str, verb: str, purpose: str) -> st
     if not rows:
         return f"{verb} {path} ({ref}){why}; its listing is not needed word for word."
     if _CONFIG_EXT.search(path):
-        picked = [r.rstrip(",") for r in rows if _CFG_ROW.match(r)][:4]
+        picked = [r.rstrip(",") for r in rows if _CFG_ROW.match(r) or _DIRECTIVE_ROW.match(r)][:4]
         if picked:
             return f"{verb} {path} ({ref}){why}; it sets " + ", ".join(f"{code(p, 80)}" for p in picked) + "."
     knobs = list(dict.fromkeys(m.group(0) for r in rows for m in _KNOB.finditer(r)))[:2]
@@ -463,7 +490,10 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
             cmd = args.get("command") if isinstance(args.get("command"), str) else None
             if "path" in args and (cmd in ("str_replace", "insert", "create") or "new_str" in args):
                 sentence, todos = _edit_sentence(args, out, verbs["edited"])
-                rd.add("steps", f"{sentence} ({ref}).", 1)
+                why = _purpose(messages, call)
+                # The agent's reason for the edit, when it names the place it read (a.go:88).
+                why = f" ({why})" if re.search(r"\.\w{1,5}:\d+", why) else ""
+                rd.add("steps", f"{sentence}{why} ({ref}).", 1)
                 for t in todos:
                     rd.add("open", t, 1, True)
                 continue
@@ -474,9 +504,17 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
                 line = _view_sentence(str(args["path"]), out, ref, verbs["read"], _purpose(messages, call))
                 if note and not (_DECIDE.search(note[0]) and _BECAUSE.search(note[0])):
                     line = line.rstrip(".") + f"; what it showed: {short(note[0], 200).rstrip('.')}."
-                rd.add("steps", line, 2 if note else 3)
+                # A read that quotes what the file sets or defines outranks one that does not.
+                rd.add("steps", line, 2 if note or "`" in line else 3)
                 continue
             rows = [r for r in out.split("\n") if r.strip()]
+            shown = _SHOW_CONFIG.match(_CD.sub("", cmd or ""))
+            picked = [r.strip().rstrip(",") for r in rows if _CFG_ROW.match(r) or _DIRECTIVE_ROW.match(r)][:5]
+            if shown and picked:
+                # A config file printed through the shell (cat app.env): what it sets, as a read says.
+                rd.add("steps", f"{verbs['ran']} {code(_CD.sub('', cmd), 90)} ({ref}): it sets "
+                                + ", ".join(code(p, 80) for p in picked) + ".", 2)
+                continue
             if cmd and len(rows) >= 3 and sum(1 for r in rows if _CAT_N.match(r)) >= 0.6 * len(rows):
                 # A file printed with line numbers through the shell (cat -n, nl): a file read.
                 target = next((t for t in reversed(cmd.split()) if "." in t or "/" in t), cmd)
@@ -508,11 +546,16 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
             pins = list(dict.fromkeys("".join(p) for p in _PIN.findall(out)))[:8]
             if pins and not diff:
                 parts.append("it names " + ", ".join(f"`{p}`" for p in pins))
-            hits = [_GREP_HIT.match(r.strip()) for r in out.split("\n")]
-            hits = [h for h in hits if h][:5]
+            hits = [(h.group("text"), f"{h.group('path')}:{h.group('line')}")
+                    for h in (_GREP_HIT.match(r.strip()) for r in out.split("\n")) if h][:5]
+            one = grep_file(cmd)
+            if not hits and one and len(rows) <= 5 and not one.endswith((".log", ".txt", ".gz")):
+                # A few hits of grep -n in one source or config file ("12:text"): the command's file.
+                hits = [(h.group(2), f"{one}:{h.group(1)}")
+                        for h in (re.match(r"^(\d+)[:-](.+)$", r.strip()) for r in out.split("\n")) if h][:5]
             if hits and not errors:
-                parts.append("it found " + "; ".join(f"{code(h.group('text').strip().replace('`', chr(39)), 120)} "
-                                                      f"at {h.group('path')}:{h.group('line')}" for h in hits))
+                parts.append("it found " + "; ".join(f"{code(t.strip().replace('`', chr(39)), 120)} at {loc}"
+                                                      for t, loc in hits))
             nxt = messages[i + 1] if i + 1 < len(messages) else None
             remark = clean(nxt.text) if nxt is not None and nxt.role == "assistant" and nxt.content_type == "text" else ""
             body = [r.strip() for r in out.split("\n") if r.strip() and not _BANNER.match(r.strip())]
@@ -528,7 +571,7 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
             if not parts:
                 parts.append("its output was read and nothing in it is needed word for word")
             rd.add("steps", f"{verbs['ran']} {what} ({ref}): " + "; ".join(p for p in parts if p) + ".",
-                   1 if errors or counts else 3, bool(errors))
+                   1 if errors or counts else 2 if hits else 3, bool(errors))
             if count(m.text) >= big_output_tokens:
                 rd.add("dropped", f"The full output of {what} is folded here; restore {ref} if its raw text is needed.", 4)
 

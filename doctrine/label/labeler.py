@@ -236,11 +236,19 @@ def _as_printed(point: DecisionPoint, r: Any, hs: Hindsight, allow_needed: bool)
     return p
 
 
+# File names a topic can be named after: source, config, build and infrastructure files of
+# the common toolchains (and Makefile-like names without an extension).
+_TOPIC_FILE = re.compile(
+    r"[\w./-]+\.(?:py|pyi|ts|tsx|js|jsx|mjs|cjs|json|toml|yaml|yml|md|rst|cfg|ini|conf|env|txt|lock|log|go|mod|"
+    r"rs|java|kt|kts|scala|gradle|rb|php|c|h|cc|cpp|hpp|cs|swift|sql|tf|tfvars|hcl|sh|xml|html|css|scss|vue|proto|"
+    r"properties|service|timer)\b|(?<![\w.-])(?:[\w./-]+/)?(?:Makefile|Dockerfile|Gemfile|Rakefile|Jenkinsfile)\b")
+
+
 def _topic(msgs: list[Any]) -> str:
     names: list[str] = []
     for m in msgs:
         if m.content_type == "tool-call":
-            for p in re.findall(r"[\w./-]+\.(?:py|ts|tsx|js|json|toml|yaml|yml|md|cfg|txt|lock|log)\b", m.text):
+            for p in _TOPIC_FILE.findall(m.text):
                 base = p.rsplit("/", 1)[-1]
                 if base not in names:
                     names.append(base)
@@ -385,14 +393,15 @@ def _emergency(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg
 
 
 # ---------------------------------------------------------------------- tiers
-def _tier(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label | None:
-    tier = int(point.nudge.tier)
-    targets = [t.block_id for t in point.nudge.tier_target_blocks]
-    order = [b.block_id for b in point.state.blocks if b.block_id in targets]
-    if len(order) < 2:
-        return None  # a digest folds at least two blocks: decline, then recovery / ordinary
-    first, last = order[0], order[-1]
-    probe = _dry_run(point, [{"startId": first, "endId": last, "summary": _PLACEHOLDER}])
+def _tier_digest(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, tier: int, first: str,
+                 last: str) -> tuple[Any, list[BlockSource]] | None:
+    """The digest of blocks ``first``..``last`` (and raw messages between them), or None."""
+    try:
+        probe = _dry_run(point, [{"startId": first, "endId": last, "summary": _PLACEHOLDER}])
+    except LabelSkipped:
+        return None  # the kernel would not fold this run of blocks
+    if not probe.new_block_ids or probe.warnings:
+        return None  # nothing folded, or a message inside it left out (recent, protected)
     new = probe.state.block(probe.new_block_ids[0])
     srcs = [point.state.block(b) for b in new.direct_block_ids]
     blocks = [BlockSource(b.block_id, b.tier, b.summary, b.topic, b.compressed_tokens, len(b.effective_message_ids))
@@ -404,8 +413,39 @@ def _tier(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: Lab
     needed = [f.text for f in hs.needed_facts if any(f.text in t for t in texts)]
     out = compose_tier(tier, blocks, raw, point.state, needed, doctrine, rng, point.count_tokens,
                        max_chars=point.kconfig.compress.max_summary_length)
-    if not out.passed:
-        raise LabelSkipped("summary_failed", f"tier-{tier}: " + "; ".join(out.report.reasons[:2]))
+    return out, blocks
+
+
+def _tier(point: DecisionPoint, hs: Hindsight, doctrine: Any, rng: Any, cfg: LabelConfig) -> Label | None:
+    tier = int(point.nudge.tier)
+    targets = [t.block_id for t in point.nudge.tier_target_blocks]
+    order = [b.block_id for b in point.state.blocks if b.block_id in targets]
+    if len(order) < 2:
+        return None  # a digest folds at least two blocks: decline, then recovery / ordinary
+    # Every target block at once first; when that tier-2 digest is too long for the kernel
+    # (a small window), the longest run of adjacent targets whose digest passes, oldest first.
+    spans = [(i, j) for n in range(len(order), 1, -1) for i in range(len(order) - n + 1) for j in [i + n - 1]]
+    if tier == 3:
+        spans = spans[:1]  # a condense folds what the nudge lists, whole
+    reasons: list[str] = []
+    found: tuple[Any, list[BlockSource], str, str] | None = None
+    limit = 0.95 * point.kconfig.compress.max_summary_length
+    for i, j in spans:
+        made = _tier_digest(point, hs, doctrine, rng, tier, order[i], order[j])
+        if made is None:
+            continue
+        out, blocks = made
+        if out.passed:
+            found = (out, blocks, order[i], order[j])
+            break
+        reasons = reasons or out.report.reasons[:2]
+        if (i, j) == spans[0] and len(out.text.strip()) <= limit:
+            break  # the whole run failed on content, not on the kernel's size limit: no label
+    if found is None:
+        if not reasons:
+            return None
+        raise LabelSkipped("summary_failed", f"tier-{tier}: " + "; ".join(reasons))
+    out, blocks, first, last = found
     topic = f"tier-{tier} digest of {first}..{last}"
     args = actions.compress_args(topic, [{"startId": first, "endId": last, "summary": out.text, "topic": topic}])
     _dry_run(point, actions.host_ranges(args))

@@ -18,6 +18,7 @@ the content comes from the range.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,6 +118,22 @@ def _trim_lines(lines: list[Line], refs: list[str], style: Style, budget: int, c
     return out
 
 
+def _trim_chars(lines: list[Line], refs: list[str], style: Style, limit: int) -> list[Line]:
+    """Drop the lowest-priority lines, must lines last, until the render has at most ``limit`` chars
+    (the kernel refuses a longer summary, so a label over it would never be applied)."""
+    out = list(lines)
+    while len(render_lines(out, refs, style)) > limit and len(out) > 1:
+        out.remove(max(out, key=lambda ln: (not ln.must, ln.priority, ln.order)))
+    # One line still over: its trailing "; also `...`" clauses go, the first error stays.
+    while out and len(render_lines(out, refs, style)) > limit:
+        longest = max(out, key=lambda ln: len(ln.text))
+        cut = longest.text.rfind("; also ")
+        if cut < 0:
+            break
+        out[out.index(longest)] = dataclasses.replace(longest, text=longest.text[:cut] + ".")
+    return out
+
+
 def compose_tier1(messages: list[Message], state: Any, facts: list[tuple[str, str, bool]], doctrine: Any,
                   rng: random.Random, count: CountTokens, config: LabelConfig,
                   max_chars: int | None = None) -> SummaryOutcome:
@@ -135,12 +152,16 @@ def compose_tier1(messages: list[Message], state: Any, facts: list[tuple[str, st
     source_tokens = sum(count(m.text) for m in messages)
     cap = int(doctrine.limits["tier1_max_tokens"])
     if max_chars is not None:
-        cap = min(cap, max(config.summary_min_tokens, int(max_chars) // 8))
+        # The kernel counts chars: the token budget stays loose (chars / 3) and the rendered text is held
+        # under the limit itself below, whatever the token counter says.
+        cap = min(cap, max(config.summary_min_tokens, int(max_chars) // 3))
     # Small ranges (under the checker's ratio floor) may keep up to 70% of their size, so a
     # short exchange keeps its steps, not only its goal.
     small = min(320, int(0.7 * source_tokens))
     budget = max(config.summary_min_tokens, min(cap, max(int(source_tokens / config.summary_ratio), small)))
     lines = _trim_lines(lines, reading.refs, style, budget, count)
+    if max_chars is not None:
+        lines = _trim_chars(lines, reading.refs, style, int(0.95 * int(max_chars)))
     text = _pad(render_lines(lines, reading.refs, style), doctrine)
     src = source_dicts(messages, state)
     rep = check_summary(src, text, tier=1, doctrine=doctrine, count_tokens=count)

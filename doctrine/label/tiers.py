@@ -421,6 +421,13 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
     def check(t: str) -> Any:
         return check_summary(src, t, tier=tier, doctrine=doctrine, count_tokens=count)
 
+    def fits(t: str) -> bool:  # the kernel refuses a summary over its limit, whatever its tokens
+        return max_chars is None or len(t.strip()) <= int(0.95 * int(max_chars))
+
+    while not fits(text) and total_max > k * lo_per + 1:
+        total_max = max(k * lo_per + 1, int(total_max * 0.85))
+        _fit(parts, total_max, lo_per, len(blocks), count, set())
+        text = "\n".join("\n".join(p) for p in parts)
     rep = check(text)
     repaired = False
     if not rep.passed:
@@ -458,8 +465,12 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
                 continue
             cand = text + "\n" + line
             rc = check(cand)
-            if rc.passed:
+            if rc.passed and fits(cand):
                 text, rep = cand, rc
     missed = [m for cr in rep.classes.values() for m in cr.missed]
-    return SummaryOutcome(text, bool(rep.passed), rep, repaired=repaired, tier=tier, missed=missed)
+    # A digest the kernel would refuse is no label (it says why, as a failed check would).
+    ok = bool(rep.passed) and fits(text)
+    if rep.passed and not ok:
+        rep.reasons.append(f"digest has {len(text.strip())} chars, over 95% of the kernel's {max_chars}")
+    return SummaryOutcome(text, ok, rep, repaired=repaired, tier=tier, missed=missed)
 
