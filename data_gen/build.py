@@ -131,7 +131,8 @@ def _replay(session: Session, recipe: DataRecipe, doctrine, window: int, gate: s
                                      prompt_mode=recipe.prompt_mode,
                                      doctrine=doctrine, horizon=recipe.replay.horizon, seed=recipe.replay.seed,
                                      stats=stats, run_dir=str(run_dir), labeler=labeler,
-                                     nudge_style=recipe.nudge_style):
+                                     nudge_style=recipe.nudge_style,
+                                     label_config=recipe.replay.label_config()):
             yield sample.to_dict()
     except Exception as exc:  # one bad session never stops a long build
         rejects[f"replay_error:{type(exc).__name__}"] += 1

@@ -78,6 +78,31 @@ class ReplaySettings(BaseConfig):
     host: Literal["proxy", "pi"] = Field("proxy", description="host variant of the serving profiles")
     horizon: int = Field(2, description="steps ahead that decide whether a message is still needed")
     seed: int = 0
+    label: dict[str, Any] = Field(
+        default_factory=dict, description="LabelConfig fields to override (doctrine.label.config), e.g. a "
+                                          "min_piece_tokens scaled to a pocket window")
+
+    @model_validator(mode="after")
+    def _label_fields(self) -> ReplaySettings:
+        self.label_config()  # an unknown field or a bad value fails when the recipe loads
+        return self
+
+    def label_config(self):
+        """The labeler's thresholds: the defaults with ``label`` applied (None when empty)."""
+        if not self.label:
+            return None
+        import dataclasses
+
+        from doctrine.label import LabelConfig
+
+        known = {f.name for f in dataclasses.fields(LabelConfig)}
+        unknown = sorted(set(self.label) - known)
+        if unknown:
+            raise ValueError(f"replay.label: unknown field(s) {unknown}; known: {sorted(known)}")
+        try:
+            return LabelConfig(**self.label)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"replay.label: {exc}") from None
 
 
 class Mixture(BaseConfig):

@@ -13,10 +13,21 @@ from ._text import Picker
 
 __all__ = ["Pools"]
 
-_ONSETS = ("b", "br", "c", "ch", "d", "dr", "f", "fl", "g", "gr", "h", "j", "k", "kl", "l", "m", "n", "p",
-           "pl", "qu", "r", "s", "sh", "sk", "sl", "sp", "st", "t", "th", "tr", "v", "w", "z")
-_VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "ie", "io", "oa", "ou", "y")
-_CODAS = ("", "", "", "n", "r", "s", "t", "x", "l", "m", "nd", "rk", "st", "ck")
+# Word parts: short English stems that a small tokenizer keeps whole, joined two at a
+# time (about 14,000 words), plus made-up syllable words one time in four.
+_PARTS = ("ash", "bay", "bell", "birch", "blue", "bolt", "brook", "cape", "cedar", "clay", "cliff", "cloud",
+          "coal", "cork", "crest", "dale", "dawn", "deep", "dock", "dove", "drift", "dust", "east", "echo",
+          "elm", "fern", "field", "fir", "flint", "fog", "ford", "fox", "frost", "gale", "gate", "glen",
+          "gold", "grain", "green", "grove", "gull", "hare", "hawk", "haze", "heath", "hill", "holm", "iron",
+          "isle", "ivy", "jade", "keel", "kelp", "kite", "lake", "lark", "leaf", "lime", "link", "lynx",
+          "maple", "marsh", "mill", "mint", "moss", "moth", "north", "oak", "opal", "orb", "owl", "peak",
+          "pine", "plum", "pond", "quail", "quartz", "rain", "raven", "reed", "ridge", "rock", "rose", "rust",
+          "sage", "salt", "sand", "shade", "shell", "slate", "snow", "south", "spark", "spring", "star",
+          "stone", "storm", "sun", "swan", "thorn", "tide", "vale", "vine", "wave", "west", "willow", "wind",
+          "wolf", "wood", "wren", "yew", "zinc")
+_ONSETS = ("b", "br", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "st", "t", "tr", "v", "z")
+_VOWELS = ("a", "e", "i", "o", "u")
+_CODAS = ("", "", "n", "r", "s", "t", "x", "l")
 # Role words make a name read like code; the stem beside them is always generated.
 _ROLES = ("limit", "timeout", "size", "count", "ttl", "retries", "depth", "window", "port", "workers",
           "interval", "quota", "buffer", "threshold", "delay", "batch", "pool", "shards", "max", "min")
@@ -34,8 +45,13 @@ class Pools:
         return p.choice(_ONSETS) + p.choice(_VOWELS) + p.choice(_CODAS)
 
     def word(self, lo: int = 2, hi: int = 2) -> str:
-        """A pronounceable made-up word of ``lo``-``hi`` syllables (``drelvox``), at most 9 letters."""
-        return self.p.unique(lambda: "".join(self.syllable() for _ in range(self.p.int(lo, hi)))[:9])
+        """A fresh word of ``lo``-``hi`` parts: stems (``flintmoss``) or syllables (``brovin``)."""
+        def make() -> str:
+            n = self.p.int(lo, hi)
+            if self.p.chance(0.25):
+                return "".join(self.syllable() for _ in range(n))
+            return "".join(self.p.choice(_PARTS) for _ in range(n))
+        return self.p.unique(make)
 
     def snake(self) -> str:
         return f"{self.p.choice(('get', 'load', 'parse', 'sync', 'check', 'build', 'flush', 'merge', 'emit', 'scan'))}_{self.word()}"

@@ -72,11 +72,15 @@ def _fmt_setting(fmt: str, key: str, value: int) -> str:
 
 
 def _settings_step(c: _Ctx, file: str, fmt: str, keyer: Callable[[], str], command: str, text: str) -> None:
-    keys = [keyer() for _ in range(c.p.int(2, 4))]
+    # One or two values: a fold must keep every exact value of its range, and a pocket
+    # summary has room for a few (the checker fails a fold that drops one).
+    keys = [keyer() for _ in range(c.p.int(1, 2))]
     vals = [c.v.number() for _ in keys]
     body = [_fmt_setting(fmt, k, v) for k, v in zip(keys, vals, strict=True)]
     if fmt == "json":
         body = ["{"] + [f"  {ln}," for ln in body[:-1]] + [f"  {body[-1]}", "}"]
+    elif c.p.chance(0.5):
+        body.insert(0, ("// " if fmt == "json" else "# ") + c.p.choice(("managed by deploy", "see README", "do not edit by hand")))
     r = c.run(command.format(file=file), body, text)
     i = c.p.int(0, len(keys) - 1)
     shown = _fmt_setting(fmt, keys[i], vals[i])
@@ -130,7 +134,7 @@ def py_grep_def(c: _Ctx) -> None:
     fn, path = c.v.snake(), f"{c.v.dir()}/{c.v.module()}.py"
     line = c.v.line()
     sig = f"def {fn}({c.v.word()}: {c.p.choice(('int', 'str', 'dict', 'list[str]'))}, {c.v.word()}=None):"
-    hits = [f"{path}:{line}:{sig}"] + _filler(c, lambda: f"{c.v.dir()}/{c.v.module()}.py:{c.v.line()}:    {fn}({c.v.word()})", 1, 2)
+    hits = [f"{path}:{line}:{sig}"] + _filler(c, lambda: f"{c.v.dir()}/{c.v.module()}.py:{c.v.line()}:    {fn}({c.v.word()})", 0, 1)
     r = c.run(f"grep -rn '{fn}' --include=*.py .", hits)
     if fid := c.fact(sig, "signatures", r):
         c.others.append(fid)
