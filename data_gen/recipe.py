@@ -78,6 +78,9 @@ class ReplaySettings(BaseConfig):
     host: Literal["proxy", "pi"] = Field("proxy", description="host variant of the serving profiles")
     horizon: int = Field(2, description="steps ahead that decide whether a message is still needed")
     seed: int = 0
+    silent_windows: list[int] = Field(
+        default_factory=list, description="windows (of ``windows``) replayed with no nudge shown (nudge_style "
+                                          "none): the kernel decides silently, so a fold there is spontaneous")
     label: dict[str, Any] = Field(
         default_factory=dict, description="LabelConfig fields to override (doctrine.label.config), e.g. a "
                                           "min_piece_tokens scaled to a pocket window")
@@ -85,7 +88,14 @@ class ReplaySettings(BaseConfig):
     @model_validator(mode="after")
     def _label_fields(self) -> ReplaySettings:
         self.label_config()  # an unknown field or a bad value fails when the recipe loads
+        stray = sorted(set(self.silent_windows) - set(self.windows))
+        if stray:
+            raise ValueError(f"replay.silent_windows {stray} are not among replay.windows {self.windows}")
         return self
+
+    def nudge_style(self, window: int, style: str) -> str:
+        """The nudge style a replay at ``window`` runs: ``none`` for a silent window, else ``style``."""
+        return "none" if window in self.silent_windows else style
 
     def label_config(self):
         """The labeler's thresholds: the defaults with ``label`` applied (None when empty)."""

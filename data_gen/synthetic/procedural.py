@@ -2,7 +2,8 @@
 
 The pocket families (``pocket.py``) replay one script each, so a model can pass their folds
 by recalling the script. Here a session is assembled from a library of step kinds
-(``STEP_KINDS``: inspection steps of eight ecosystems plus shared acting steps) drawn in a
+(``STEP_KINDS``: five inspection kinds of each of eight ecosystems, two shared looks
+and four acting kinds) drawn in a
 random number (4-14 tool calls) and order, after a random amount of earlier history, so
 the message ids and block ids a fold names must be read from the context. Every name, key,
 path, number and error string comes from the open pools of ``_pools.py``.
@@ -59,11 +60,17 @@ class _Ctx:
 
     def run(self, command: str, lines: list[str], text: str = "", code: int = 0) -> int:
         self.calls += 1
+        # Every call says a word first: the labeler reads a range by its assistant turns, and
+        # a bare call's output went missing from its summaries (then the checker failed them).
+        text = text or self.p.choice(_LEADS)
         return self.b.bash(command, bash_output("\n".join(lines), code), text)
 
     def fact(self, text: str, kind: str, msg: int) -> str | None:
         fid = self.b.fact(text, kind, msg)
         return None if self.history else fid
+
+
+_LEADS = ("Checking.", "Looking.", "Next check.", "Let me see.", "Reading it.", "One more look.", "Now this.")
 
 
 def _fmt_setting(fmt: str, key: str, value: int) -> str:
@@ -72,15 +79,16 @@ def _fmt_setting(fmt: str, key: str, value: int) -> str:
 
 
 def _settings_step(c: _Ctx, file: str, fmt: str, keyer: Callable[[], str], command: str, text: str) -> None:
-    # One or two values: a fold must keep every exact value of its range, and a pocket
-    # summary has room for a few (the checker fails a fold that drops one).
-    keys = [keyer() for _ in range(c.p.int(1, 2))]
+    # One value per output: a fold must keep every exact value of its range, and a pocket
+    # summary (about W/16 tokens) has room for few (the checker fails a fold that drops one).
+    keys = [keyer()]
     vals = [c.v.number() for _ in keys]
     body = [_fmt_setting(fmt, k, v) for k, v in zip(keys, vals, strict=True)]
     if fmt == "json":
         body = ["{"] + [f"  {ln}," for ln in body[:-1]] + [f"  {body[-1]}", "}"]
-    elif c.p.chance(0.5):
-        body.insert(0, ("// " if fmt == "json" else "# ") + c.p.choice(("managed by deploy", "see README", "do not edit by hand")))
+    elif c.p.chance(0.6):
+        body.insert(c.p.int(0, 1), "# " + c.p.choice(("managed by deploy", "see the README", "do not edit by hand",
+                                                      f"owner: {c.v.word()} team", f"last review {c.v.date()}")))
     r = c.run(command.format(file=file), body, text)
     i = c.p.int(0, len(keys) - 1)
     shown = _fmt_setting(fmt, keys[i], vals[i])
@@ -122,7 +130,7 @@ def py_env(c: _Ctx) -> None:
 
 
 def py_pip(c: _Ctx) -> None:
-    pkgs = [(c.v.word(), c.v.version()) for _ in range(c.p.int(2, 4))]
+    pkgs = [(c.v.word(), c.v.version()) for _ in range(c.p.int(1, 2))]
     r = c.run("pip list 2>/dev/null | grep -i -E '" + "|".join(n for n, _ in pkgs) + "'",
               [f"{n:<14}{v}" for n, v in pkgs])
     n, v = c.p.choice(pkgs)
@@ -134,8 +142,7 @@ def py_grep_def(c: _Ctx) -> None:
     fn, path = c.v.snake(), f"{c.v.dir()}/{c.v.module()}.py"
     line = c.v.line()
     sig = f"def {fn}({c.v.word()}: {c.p.choice(('int', 'str', 'dict', 'list[str]'))}, {c.v.word()}=None):"
-    hits = [f"{path}:{line}:{sig}"] + _filler(c, lambda: f"{c.v.dir()}/{c.v.module()}.py:{c.v.line()}:    {fn}({c.v.word()})", 0, 1)
-    r = c.run(f"grep -rn '{fn}' --include=*.py .", hits)
+    r = c.run(f"grep -rn 'def {fn}' .", [f"{path}:{line}:{sig}"])
     if fid := c.fact(sig, "signatures", r):
         c.others.append(fid)
     if fl := c.fact(f"{path}:{line}", "paths_with_lines", r):
@@ -183,8 +190,8 @@ def ts_settings(c: _Ctx) -> None:
 
 
 def ts_npm_ls(c: _Ctx) -> None:
-    pkgs = [(f"@{c.v.word()}/{c.v.word()}" if c.p.chance(0.3) else c.v.word(), c.v.version()) for _ in range(c.p.int(2, 4))]
-    r = c.run("npm ls --depth=0", [f"{c.v.word()}@{c.v.version()} {c.root}"] + [f"├── {n}@{v}" for n, v in pkgs])
+    pkgs = [(f"@{c.v.word()}/{c.v.word()}" if c.p.chance(0.3) else c.v.word(), c.v.version()) for _ in range(c.p.int(1, 2))]
+    r = c.run("npm ls --depth=0", [f"{c.root.rsplit('/', 1)[1]} {c.root}"] + [f"├── {n}@{v}" for n, v in pkgs])
     n, v = c.p.choice(pkgs)
     if fid := c.fact(f"{n}@{v}", "exact_values", r):
         c.others.append(fid)
@@ -225,7 +232,7 @@ def go_build(c: _Ctx) -> None:
 
 
 def go_mod(c: _Ctx) -> None:
-    deps = [(f"github.com/{c.v.word()}/{c.v.word()}", f"v{c.v.version()}") for _ in range(c.p.int(2, 3))]
+    deps = [(f"github.com/{c.v.word()}/{c.v.word()}", f"v{c.v.version()}") for _ in range(c.p.int(1, 2))]
     r = c.run("sed -n '3,9p' go.mod", ["require ("] + [f"\t{n} {v}" for n, v in deps] + [")"])
     n, v = c.p.choice(deps)
     if fid := c.fact(f"{n} {v}", "exact_values", r):
@@ -275,8 +282,8 @@ def cargo_toml(c: _Ctx) -> None:
 
 
 def cargo_tree(c: _Ctx) -> None:
-    deps = [(c.v.word(), c.v.version()) for _ in range(c.p.int(2, 4))]
-    r = c.run("cargo tree --depth 1", [f"{c.v.word()} v{c.v.version()} ({c.root})"]
+    deps = [(c.v.word(), c.v.version()) for _ in range(c.p.int(1, 2))]
+    r = c.run("cargo tree --depth 1", [f"{c.root.rsplit('/', 1)[1]} ({c.root})"]
               + [f"├── {n} v{v}" for n, v in deps])
     n, v = c.p.choice(deps)
     if fid := c.fact(f"{n} v{v}", "exact_values", r):
@@ -480,6 +487,31 @@ def ci_workflow(c: _Ctx) -> None:
                    "grep -nE '^ +[a-z-]+: [0-9]+$' {file} | cut -d: -f2-", "")
 
 
+# --------------------------------------------------------------------------- shared looks
+# Output with nothing a fold must keep verbatim (names without line numbers, prose): most
+# of what an agent reads is like this, and a pocket summary has room for only a few KEEP items.
+
+_EXT = {"proc_python": "py", "proc_typescript": "ts", "proc_go": "go", "proc_rust": "rs", "proc_ops": "conf",
+        "proc_sql": "sql", "proc_k8s": "yaml", "proc_git": "yml"}
+
+
+def ls_dir(c: _Ctx) -> None:
+    d = c.v.dir()
+    names = sorted({f"{c.v.word(1, 2)}.{_EXT[c.eco]}" for _ in range(c.p.int(3, 6))})
+    c.run(f"ls {d}", names, c.p.choice(("What is in there?", "Listing the folder.", "")))
+
+
+def read_notes(c: _Ctx) -> None:
+    topic = c.v.word()
+    lines = [f"# {topic.capitalize()}", c.p.choice((f"The {topic} module owns the retry logic.",
+                                                   f"Run the checks before pushing to {c.v.word()}.",
+                                                   f"Settings are read once at start-up by {topic}.")),
+             c.p.choice(("Ask the on-call team before changing defaults.", "See the wiki for the release steps.",
+                         "Everything here is generated; edit the templates instead."))]
+    c.run(f"head -n 3 {c.p.choice(('README.md', 'docs/NOTES.md', 'CONTRIBUTING.md'))}", lines,
+          c.p.choice(("Reading the notes.", "")))
+
+
 # --------------------------------------------------------------------------- acting steps
 
 
@@ -524,16 +556,19 @@ def act_note(c: _Ctx) -> None:
     c.b.say(c.p.choice(("Noting for later: ", "Relevant: ", "Keep in mind: ")) + c.b.text_of(fid))
 
 
-ECOSYSTEMS: dict[str, dict[str, Callable[[_Ctx], None]]] = {
-    "proc_python": {f.__name__: f for f in (py_pytest, py_env, py_pip, py_grep_def, py_traceback)},
-    "proc_typescript": {f.__name__: f for f in (ts_jest, ts_tsc, ts_settings, ts_npm_ls, ts_grep_import)},
-    "proc_go": {f.__name__: f for f in (go_test, go_build, go_mod, go_vet, go_config)},
-    "proc_rust": {f.__name__: f for f in (cargo_test, cargo_check, cargo_toml, cargo_tree, cargo_clippy)},
-    "proc_ops": {f.__name__: f for f in (ops_systemctl, ops_journal, ops_nginx_log, ops_nginx_conf, ops_df)},
-    "proc_sql": {f.__name__: f for f in (sql_ls, sql_migrate, sql_describe, sql_count, sql_settings)},
-    "proc_k8s": {f.__name__: f for f in (k8s_pods, k8s_logs, k8s_manifest, k8s_describe, compose_ps)},
-    "proc_git": {f.__name__: f for f in (git_status, git_log, ci_failed, git_diff_stat, ci_workflow)},
+_OWN: dict[str, tuple[Callable[[_Ctx], None], ...]] = {
+    "proc_python": (py_pytest, py_env, py_pip, py_grep_def, py_traceback),
+    "proc_typescript": (ts_jest, ts_tsc, ts_settings, ts_npm_ls, ts_grep_import),
+    "proc_go": (go_test, go_build, go_mod, go_vet, go_config),
+    "proc_rust": (cargo_test, cargo_check, cargo_toml, cargo_tree, cargo_clippy),
+    "proc_ops": (ops_systemctl, ops_journal, ops_nginx_log, ops_nginx_conf, ops_df),
+    "proc_sql": (sql_ls, sql_migrate, sql_describe, sql_count, sql_settings),
+    "proc_k8s": (k8s_pods, k8s_logs, k8s_manifest, k8s_describe, compose_ps),
+    "proc_git": (git_status, git_log, ci_failed, git_diff_stat, ci_workflow),
 }
+# Each ecosystem's inspection kinds: its own five and the two shared looks.
+ECOSYSTEMS: dict[str, dict[str, Callable[[_Ctx], None]]] = {
+    eco: {f.__name__: f for f in (*own, ls_dir, read_notes)} for eco, own in _OWN.items()}
 FAMILIES = tuple(ECOSYSTEMS)
 _ACTS: dict[str, tuple[Callable[[_Ctx], None], Callable[[_Ctx], bool]]] = {
     "act_set": (act_set, lambda c: bool(c.settings)),
@@ -541,7 +576,7 @@ _ACTS: dict[str, tuple[Callable[[_Ctx], None], Callable[[_Ctx], bool]]] = {
     "act_rerun": (act_rerun, lambda c: bool(c.errors)),
     "act_note": (act_note, lambda c: bool(c.others or c.errors)),
 }
-STEP_KINDS = tuple(k for eco in ECOSYSTEMS.values() for k in eco) + tuple(_ACTS)
+STEP_KINDS = tuple(dict.fromkeys(k for eco in ECOSYSTEMS.values() for k in eco)) + tuple(_ACTS)
 _TASKS = ("{What} in {root} is broken since this morning. Find out why and fix it.",
           "Something in {root} regressed after the last merge; track it down.",
           "Please get {root} back to green.", "Investigate why {what} fails in {root} and repair it.")
@@ -590,7 +625,7 @@ def _generate(family: str, seed: int, size: SessionSize) -> Session:
             name = _draw(p, eco, names)
             eco[name](c)
             # several calls per step where natural: a second look in the same step
-            if p.chance(0.3):
+            if p.chance(0.3) and c.calls - hist_calls < budget:
                 eco[_draw(p, eco, names)](c)
         c.kinds.append(name)
         if p.chance(0.5):
