@@ -131,3 +131,28 @@ def test_bad_label_override_is_one_clear_error():
         ReplaySettings(windows=[1344], silent_windows=[1536])
     r = ReplaySettings(windows=[1344, 1536], silent_windows=[1536])
     assert (r.nudge_style(1344, "list_only"), r.nudge_style(1536, "list_only")) == ("list_only", "none")
+
+
+def test_a_small_build_keeps_the_bound_and_silences_its_silent_window(tmp_path):
+    from data_gen.audit import read_rows
+    from data_gen.build import build_curriculum
+    from data_gen.lengths import length_table
+    from data_gen.recipe import DataRecipe
+    from plumbing.chat_templates import choose_template
+    from plumbing.models import load_tokenizer
+    from plumbing.recipe_loader import load_config
+
+    recipe = load_config(ROOT / "configs" / "data" / "pocket_proc.yaml", DataRecipe,
+                         ["sources.synthetic.families=[proc_python,proc_sql]", "sources.synthetic.sessions_per_family=3",
+                          "replay.windows=[1344,1536]", "replay.silent_windows=[1536]", "split.held_out_families=[proc_sql]"])
+    out = build_curriculum(recipe, tmp_path / "data", log=lambda *a: None, progress=False)
+    manifest = json.loads((out / "manifest.json").read_text())
+    styles = {p["window"]: p["nudge_style"] for p in manifest["serving_profiles"]}
+    assert styles == {1344: "list_only", 1536: "none"}
+    rows = read_rows(out)
+    assert {r["meta"]["split"] for r in rows if r["meta"]["family"] == "proc_sql"} == {"heldout"}
+    silent = [r for r in rows if r["meta"]["window"] == 1536]
+    assert silent and not any(r["meta"]["nudge"]["shown"] for r in silent)
+    assert not any(m["content"].startswith("[ACP]") for r in silent for m in r["messages"] if m["role"] == "user")
+    tok = load_tokenizer(recipe.length_model)
+    assert max(t["max"] for t in length_table(rows, tok, choose_template(tok).template)) <= recipe.max_model_tokens
