@@ -132,8 +132,9 @@ def _replay(session: Session, recipe: DataRecipe, doctrine, window: int, gate: s
                                      prompt_mode=recipe.prompt_mode,
                                      doctrine=doctrine, horizon=recipe.replay.horizon, seed=recipe.replay.seed,
                                      stats=stats, run_dir=str(run_dir), labeler=labeler,
-                                     nudge_style=recipe.nudge_style,
-                                     usage_counter=recipe.replay.usage_counter):
+                                     nudge_style=recipe.replay.nudge_style(window, recipe.nudge_style),
+                                     usage_counter=recipe.replay.usage_counter,
+                                     label_config=recipe.replay.label_config()):
             yield sample.to_dict()
     except Exception as exc:  # one bad session never stops a long build
         rejects[f"replay_error:{type(exc).__name__}"] += 1
@@ -215,7 +216,8 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
 
     # The serving profiles the rows are rendered under (replay resolves the same ones).
     profiles = [resolve_profile(w, g, recipe.replay.host, prompt_mode=recipe.prompt_mode,
-                                nudge_style=recipe.nudge_style, usage_counter=recipe.replay.usage_counter)
+                                nudge_style=recipe.replay.nudge_style(w, recipe.nudge_style),
+                                usage_counter=recipe.replay.usage_counter)
                 for w in recipe.replay.windows for g in recipe.replay.gates]
     samples: list[dict] = []
     sessions_by_split: Counter = Counter()

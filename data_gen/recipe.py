@@ -113,6 +113,41 @@ class ReplaySettings(BaseConfig):
     seed: int = Field(0, ge=0, description="seed of the labeler's choices during replay")
     usage_counter: str = Field("acp-default", description="the host's fill counter: acp-default (chars/4) or "
                                "model:SPEC (the served model's tokenizer, as the proxy_chat host reads it)")
+    silent_windows: list[int] = Field(
+        default_factory=list, description="windows (of ``windows``) replayed with no nudge shown (nudge_style "
+                                          "none): the kernel decides silently, so a fold there is spontaneous")
+    label: dict[str, Any] = Field(
+        default_factory=dict, description="LabelConfig fields to override (doctrine.label.config), e.g. a "
+                                          "min_piece_tokens scaled to a pocket window")
+
+    @model_validator(mode="after")
+    def _label_fields(self) -> ReplaySettings:
+        self.label_config()  # an unknown field or a bad value fails when the recipe loads
+        stray = sorted(set(self.silent_windows) - set(self.windows))
+        if stray:
+            raise ValueError(f"replay.silent_windows {stray} are not among replay.windows {self.windows}")
+        return self
+
+    def nudge_style(self, window: int, style: str) -> str:
+        """The nudge style a replay at ``window`` runs: ``none`` for a silent window, else ``style``."""
+        return "none" if window in self.silent_windows else style
+
+    def label_config(self):
+        """The labeler's thresholds: the defaults with ``label`` applied (None when empty)."""
+        if not self.label:
+            return None
+        import dataclasses
+
+        from doctrine.label import LabelConfig
+
+        known = {f.name for f in dataclasses.fields(LabelConfig)}
+        unknown = sorted(set(self.label) - known)
+        if unknown:
+            raise ValueError(f"replay.label: unknown field(s) {unknown}; known: {sorted(known)}")
+        try:
+            return LabelConfig(**self.label)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"replay.label: {exc}") from None
 
 
 class Mixture(BaseConfig):

@@ -15,6 +15,9 @@ Families (``FAMILIES``), each a different session shape:
 - ``data_analysis``: CSV heads and pandas tables; a threshold chosen early is reused.
 - ``pocket_api``, ``pocket_worker``, ``pocket_cli`` (``pocket.py``): one short call per
   step, sized for the ``pocket`` serving profile's ~2K-token decision points.
+- ``proc_python``, ``proc_typescript``, ``proc_go``, ``proc_rust``, ``proc_ops``, ``proc_sql``,
+  ``proc_k8s``, ``proc_git`` (``procedural.py``): pocket-sized sessions whose structure,
+  start ids and values are drawn per seed from a step library, one ecosystem per family.
 
 The Session Marathon is eval's workload and is deliberately not built here. Which family
 is held out for evaluation is a data config choice, not a property of this package.
@@ -27,10 +30,10 @@ from collections.abc import Callable
 
 from doctrine.session import Session
 
-from . import data_analysis, dep_migration, log_triage, pocket, py_bughunt, ts_repo
+from . import data_analysis, dep_migration, log_triage, pocket, procedural, py_bughunt, ts_repo
 from ._tools import DEFAULT_SIZE, TOOLS, SessionSize
 
-__all__ = ["ALL_FAMILIES", "FAMILIES", "POCKET_FAMILIES", "TOOLS", "SessionSize", "approx_tokens", "generate", "shape_stats"]
+__all__ = ["ALL_FAMILIES", "FAMILIES", "POCKET_FAMILIES", "PROCEDURAL_FAMILIES", "TOOLS", "SessionSize", "approx_tokens", "generate", "shape_stats"]
 
 FAMILIES: dict[str, Callable[[int, SessionSize], Session]] = {
     "ts_repo": ts_repo.generate,
@@ -43,7 +46,10 @@ FAMILIES: dict[str, Callable[[int, SessionSize], Session]] = {
 # registry of their own, since their sessions are a tenth of the size band above.
 POCKET_FAMILIES: dict[str, Callable[[int, SessionSize], Session]] = {
     name: pocket.generator(name) for name in pocket.FAMILIES}
-ALL_FAMILIES = {**FAMILIES, **POCKET_FAMILIES}
+# Procedural pocket sessions (procedural.py): one family per ecosystem, structure drawn per seed.
+PROCEDURAL_FAMILIES: dict[str, Callable[[int, SessionSize], Session]] = {
+    name: procedural.generator(name) for name in procedural.FAMILIES}
+ALL_FAMILIES = {**FAMILIES, **POCKET_FAMILIES, **PROCEDURAL_FAMILIES}
 
 
 def generate(family: str, seed: int, size: SessionSize = DEFAULT_SIZE) -> Session:
