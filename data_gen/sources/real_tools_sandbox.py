@@ -17,6 +17,7 @@ owns the two things that make that safe and repeatable:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -78,11 +79,16 @@ def resolve_tree(name: str) -> Tree:
     root = Path(list(spec.submodule_search_locations)[0]).resolve()
     if Path(sysconfig.get_paths()["stdlib"]).resolve() in root.parents:
         raise ValueError(f"tree {name!r}: {pkg} is in the standard library; name it stdlib/{pkg}")
-    dists = importlib.metadata.packages_distributions().get(pkg) or []
+    dists = _distributions().get(pkg) or []
     if not dists:
         raise ValueError(f"tree {name!r}: {pkg} belongs to no installed distribution")
     dist = sorted(dists)[0]
     return Tree(name, root, pkg, importlib.metadata.version(dist), dist)
+
+
+@functools.lru_cache(maxsize=1)
+def _distributions() -> dict[str, list[str]]:
+    return importlib.metadata.packages_distributions()  # scans every installed distribution: once
 
 
 def tree_files(tree: Tree) -> list[str]:
