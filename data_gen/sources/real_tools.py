@@ -207,7 +207,14 @@ def _plan_constant(sh: _Shell, t: Target) -> dict | None:
     return {"locate": locate, "read": read, "assign": line.strip(), "value": value}
 
 
-_FILLERS = ("ls", "wc", "count_defs", "imports", "todo", "users")
+_FILLERS = ("ls", "wc", "count_defs", "imports", "todo", "users", "git_log")
+
+
+def _tracked(sh: _Shell, rel: str) -> bool:
+    """Whether ``rel`` is a file a git repository tracks (then ``git log`` has history to show)."""
+    ran = sh.tree_cmd(["git", "ls-files", "--", rel])
+    sh.log.pop()  # a check of the planner, not a call of the agent
+    return ran.code == 0 and ran.out.strip() != ""
 
 
 def _filler(sh: _Shell, kind: str, t: Target) -> tuple[Ran, str, str] | None:
@@ -229,6 +236,11 @@ def _filler(sh: _Shell, kind: str, t: Target) -> tuple[Ran, str, str] | None:
         ran = sh.tree_cmd(["grep", "-n", "-m", "3", "-E", "TODO|XXX|FIXME", t.rel], reads=t.rel)
         after = "No open notes there." if ran.code == 1 else "A few notes, none about this."
         return ran, "Any open notes in that file?", after
+    if kind == "git_log":
+        if not _tracked(sh, t.rel):
+            return None
+        ran = sh.tree_cmd(["git", "log", "--oneline", "-n", "4", "--", t.rel], reads=t.rel)
+        return ran, f"Recent history of {t.rel}.", f"{len(ran.out.splitlines())} recent commit(s) touch it."
     ran = sh.tree_cmd(["grep", "-rl", "-m", "1", t.name, "--include=*.py", "."])
     return ran, f"Which files mention {t.name}?", f"{len(ran.out.split())} file(s) mention it."
 
@@ -355,8 +367,11 @@ def _write(tree: Tree, seed: int, cfg, task: str, t: Target, plan: dict, sh: _Sh
     order = list(core)
     for kind in rng.sample(_FILLERS, min(len(_FILLERS), n_calls - len(core))):
         filled = _filler(sh, kind, t)
-        if filled is None or not (filled[0].timed_out or sh.fits(filled[0], filled[0].code)):
-            continue  # too long: choose small outputs, never cut one
+        if filled is None:
+            continue
+        if not (filled[0].timed_out or sh.fits(filled[0], filled[0].code)):
+            sh.log.pop()  # too long: choose small outputs, never cut one
+            continue
         order.insert(rng.randint(1, len(order)), _filler_step(b, filled))
     size = SessionSize(steps=max(3, len(order) + 1), probes=cfg.probes)
     b.probes_due(size, 0)

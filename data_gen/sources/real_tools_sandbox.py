@@ -32,7 +32,8 @@ from pathlib import Path
 
 __all__ = ["Ran", "Tree", "UnsafeCommand", "provenance", "resolve_tree", "run", "tree_family", "tree_files"]
 
-PROGRAMS = ("ls", "grep", "sed", "wc", "cat", "python")
+PROGRAMS = ("ls", "grep", "sed", "wc", "cat", "python", "git")
+GIT_READS = ("log", "show", "ls-files", "rev-parse")  # git subcommands that only read
 _SED_SCRIPT = re.compile(r"^\d+,\d+p$")
 SKIP_DIRS = {"tests", "test", "__pycache__", "idle_test", "testing"}
 
@@ -155,6 +156,8 @@ def check_read_only(argv: list[str]) -> None:
         raise UnsafeCommand(f"sed may only print a line range (sed -n A,Bp FILE), got {args}")
     if prog == "python" and not (args[:1] == ["-c"] and len(args) == 2 or args[:2] == ["-m", "doctest"]):
         raise UnsafeCommand(f"python may only run -c CODE or -m doctest FILE, got {args[:2]}")
+    if prog == "git" and (not args or args[0] not in GIT_READS or any(a.startswith("--output") for a in args)):
+        raise UnsafeCommand(f"git may only run {GIT_READS} (no --output), got {args[:1]}")
     if prog in ("grep", "ls", "wc", "cat") and any(a.startswith("--exclude-from") for a in args):
         raise UnsafeCommand(f"{prog}: option not allowed")
 
@@ -168,7 +171,8 @@ def _env(home: Path) -> dict[str, str]:
     # Nothing inherited: no key or token of the caller's environment can reach a command.
     return {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "HOME": str(home),
             "TMPDIR": str(home), "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONNOUSERSITE": "1", "TERM": "dumb", "COLUMNS": "100"}
+            "PYTHONNOUSERSITE": "1", "TERM": "dumb", "COLUMNS": "100", "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_PAGER": "cat", "GIT_OPTIONAL_LOCKS": "0"}
 
 
 def run(argv: list[str], cwd: Path, *, shown: str, timeout_s: float, scratch: Path) -> Ran:

@@ -151,3 +151,32 @@ def test_a_build_is_byte_identical_twice_and_every_row_fits_the_pocket_bound(tmp
     tok = load_tokenizer(recipe.length_model)
     table = length_table(rows, tok, choose_template(tok).template)
     assert max(r["max"] for r in table) <= recipe.max_model_tokens
+
+
+def test_git_history_is_shown_only_where_a_repository_tracks_the_file(tmp_path):
+    import subprocess
+
+    from data_gen.sources.real_tools import _filler, _Shell, targets
+    from data_gen.sources.real_tools_sandbox import Tree
+
+    repo = tmp_path / "repo"
+    (repo / "pkgx").mkdir(parents=True)
+    (repo / "pkgx" / "__init__.py").write_text("def scale(x, factor=3):\n    return x * factor\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "scale: default factor of three"], check=True)
+    cfg = RealToolsSource(trees=["site/pkgx"])
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    tree = Tree("site/pkgx", repo / "pkgx", "pkgx", "0", "pkgx")
+    t = targets(tree, "__init__.py")[0]
+    assert (t.name, t.param, t.value_repr, t.line) == ("scale", "factor", "3", 1)
+    ran, _before, after = _filler(_Shell(tree, scratch, cfg), "git_log", t)
+    assert ran.code == 0 and "scale: default factor of three" in ran.out and after == "1 recent commit(s) touch it."
+    assert ran.command.endswith("git log --oneline -n 4 -- __init__.py")
+    json_tree = resolve_tree("stdlib/json")
+    jt = targets(json_tree, "__init__.py")[0]
+    assert _filler(_Shell(json_tree, scratch, cfg), "git_log", jt) is None  # no repository: no git call
+    with pytest.raises(UnsafeCommand):
+        check_read_only(["git", "commit", "-m", "x"])
