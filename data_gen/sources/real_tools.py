@@ -45,6 +45,7 @@ SCRATCH = "/tmp/check"  # how the scratch folder is shown (the real one is a fre
 SYSTEM = ("You are a coding agent on a machine with real source trees. Use the tools, read outputs "
           "carefully; call finish when done.")
 _CONST = re.compile(r"^[A-Z][A-Z0-9_]{2,}$")
+_ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]{4,}\b")
 
 
 class NoCandidate(SessionError):
@@ -124,9 +125,11 @@ class _Shell:
         return ran
 
     def fits(self, ran: Ran, code: int | None = 0) -> bool:
+        """Small enough for the pocket profile and the same on every run (an object's memory
+        address, ``<object object at 0x7f...>``, changes each run: such an output is passed over)."""
         lines = ran.out.rstrip("\n").split("\n")
         return (not ran.timed_out and ran.code == code and len(lines) <= self.cfg.max_output_lines
-                and len(ran.out) <= self.cfg.max_output_chars)
+                and len(ran.out) <= self.cfg.max_output_chars and not _ADDRESS.search(ran.out))
 
 
 def _check_text(t: Target, expected: str) -> list[str]:

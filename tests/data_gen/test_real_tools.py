@@ -55,6 +55,15 @@ def test_sessions_are_deterministic_and_their_values_come_from_the_outputs():
     assert any(f.used_at and f.kind == "exact_values" for f in a.facts)
 
 
+def test_an_output_that_changes_from_run_to_run_is_passed_over(tmp_path):
+    from data_gen.sources.real_tools import _Shell
+
+    sh = _Shell(resolve_tree("stdlib/json"), tmp_path, RealToolsSource(trees=["stdlib/json"]))
+    ran = sh.scratch_cmd(["python", "-c", "print(object())"])
+    assert ran.code == 0 and " at 0x" in ran.out and not sh.fits(ran)
+    assert sh.fits(sh.scratch_cmd(["python", "-c", "print(1)"]))
+
+
 def test_commands_leave_the_trees_untouched():
     names = ["stdlib/json", "site/iniconfig"]
     trees = [resolve_tree(n) for n in names]
