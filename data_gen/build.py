@@ -47,7 +47,8 @@ from .recipe import DataRecipe
 __all__ = ["build_curriculum", "collect_sessions", "data_fingerprint", "sample_tokens"]
 
 LICENSES = {"synthetic": "project-generated (MIT)", "swe_rebench": "CC-BY-4.0 (nebius/SWE-rebench-openhands-trajectories)",
-            "logged": "the operator's own kernel logs", "teacher": "outputs of the configured teacher model"}
+            "logged": "the operator's own kernel logs", "teacher": "outputs of the configured teacher model",
+            "real_tools": "outputs of read-only commands over local source trees (each tree's own licence)"}
 
 
 def sample_tokens(sample: dict) -> int:
@@ -95,6 +96,10 @@ def collect_sessions(recipe: DataRecipe, rejects: Counter) -> Iterator[Session]:
             accepted += 1
             if src.swe_rebench.max_rows and accepted >= src.swe_rebench.max_rows:
                 break
+    if src.real_tools is not None:
+        from .sources.real_tools import real_tool_sessions
+
+        yield from real_tool_sessions(src.real_tools, rejects)
 
 
 def _size(cfg):
@@ -116,6 +121,10 @@ def data_fingerprint(recipe: DataRecipe, doctrine) -> dict[str, Any]:
         inputs["swe_rebench"] = paths_sha256([src.swe_rebench.path])
     if src.logged is not None and src.logged.paths:
         inputs["logged"] = paths_sha256(src.logged.paths, patterns=("*",))
+    if src.real_tools is not None:  # the interpreter, each tree's root, version and files
+        from .sources.real_tools_sandbox import provenance
+
+        inputs["real_tools"] = provenance([*src.real_tools.trees, *src.real_tools.heldout_trees])
     return {"recipe": redact_secrets(recipe.model_dump(mode="json")),
             "doctrine": {"version": doctrine.version, "sha256": doctrine.sha256}, "inputs": inputs}
 

@@ -92,12 +92,44 @@ class TeacherSource(BaseConfig):
         return data
 
 
+class RealToolsSource(BaseConfig):
+    """Sessions whose tool outputs come from real read-only commands over source trees on
+    this machine (data_gen/sources/real_tools.py). A tree is ``stdlib/<package>`` or
+    ``site/<package>``; its family is ``realtool_<kind>_<package>``."""
+
+    trees: list[str] = Field(default_factory=list, description="trees trained on")
+    heldout_trees: list[str] = Field(default_factory=list,
+                                     description="trees never trained on (their families go to split.held_out_families)")
+    sessions_per_tree: int = Field(4, ge=1, description="sessions generated over each tree")
+    seed: int = Field(0, ge=0, description="seed of the files, symbols and steps each session picks")
+    tasks: list[Literal["default_of", "failing_check", "constant_of"]] = Field(
+        default_factory=lambda: ["default_of", "failing_check", "constant_of"], min_length=1,
+        description="the kinds of small task a session is drawn from")
+    calls: tuple[int, int] = Field((4, 9), description="min, max tool calls of a session (core calls at least)")
+    probes: int = Field(1, ge=0, description="questions answered from memory per session")
+    max_output_lines: int = Field(12, ge=1, description="a candidate with a longer output is passed over (never cut)")
+    max_output_chars: int = Field(700, ge=1, description="same, in characters")
+    timeout_s: float = Field(20.0, gt=0, description="deadline of one command")
+    max_candidates: int = Field(40, ge=1, description="candidates tried per session before it is rejected")
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> RealToolsSource:
+        both = sorted(set(self.trees) & set(self.heldout_trees))
+        if both:
+            raise ValueError(f"sources.real_tools: trees {both} are both trained on and held out")
+        if not 1 <= self.calls[0] <= self.calls[1]:
+            raise ValueError(f"sources.real_tools.calls must be (min, max) with 1 <= min <= max, got {self.calls}")
+        return self
+
+
 class Sources(BaseConfig):
     synthetic: SyntheticSource | None = Field(default_factory=SyntheticSource,
                                               description="seeded synthetic sessions (null: none)")
     swe_rebench: SweRebenchSource | None = Field(None, description="SWE-rebench agent trajectories (null: none)")
     logged: LoggedSource | None = Field(None, description="logged kernel states of real sessions (null: none)")
     teacher: TeacherSource | None = Field(None, description="a teacher model that writes replies (null: none)")
+    real_tools: RealToolsSource | None = Field(
+        None, description="sessions whose tool outputs are real read-only commands over source trees (null: none)")
 
 
 class ReplaySettings(BaseConfig):
@@ -277,6 +309,24 @@ class DataRecipe(BaseConfig):
     split: Split = Field(default_factory=Split, description="how sessions are split into train and eval splits")
     stages: list[Stage] = Field(default_factory=list, description="optional ordering of train rows by stage")
     shard_rows: int = Field(1000, ge=1, description="rows per parquet shard")
+
+    @model_validator(mode="after")
+    def _real_tool_trees_split(self) -> DataRecipe:
+        # The held-out trees are named once in the source; the split must agree, so a tree
+        # meant to be unseen can never land in train by a forgotten line.
+        rt = self.sources.real_tools
+        if rt is None:
+            return self
+        from data_gen.sources.real_tools_sandbox import tree_family
+
+        held = set(self.split.held_out)
+        missing = [tree_family(t) for t in rt.heldout_trees if tree_family(t) not in held]
+        trained = [tree_family(t) for t in rt.trees if tree_family(t) in held]
+        if missing:
+            raise ValueError(f"split.held_out_families must list the held-out trees' families {missing}")
+        if trained:
+            raise ValueError(f"split.held_out_families lists trained trees' families {trained}")
+        return self
 
     @model_validator(mode="before")
     @classmethod
