@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from plumbing.recipe_loader import BaseConfig
 
@@ -30,3 +30,12 @@ class PipelineConfig(BaseConfig):
     train_recipe: str | None = None
     accelerate_config: str | None = None
     eval_recipe: str | None = None
+
+    @field_validator("run_name")
+    @classmethod
+    def _one_folder(cls, name: str) -> str:
+        from plumbing.runs import run_name_error
+
+        if problem := run_name_error(name):
+            raise ValueError(problem)
+        return name

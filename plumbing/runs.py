@@ -59,6 +59,8 @@ __all__ = [
     "read_manifest",
     "redact_secrets",
     "remove_own_files",
+    "run_name_error",
+    "run_root",
     "run_folder_error",
     "secret_values",
     "short_value",
@@ -357,6 +359,28 @@ def stage_dir(run: str | Path, stage: str) -> Path:
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
     return Path(run) / stage
+
+
+# A run's name becomes one folder under runs/: letters, digits, '.', '_' and '-', starting with
+# a letter or digit, no '..' (so never a path outside runs/, a nested folder or a control byte).
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def run_name_error(name: object) -> str | None:
+    """Why ``name`` cannot name a run folder, or None (the one run-name rule)."""
+    if isinstance(name, str) and RUN_NAME.fullmatch(name) and ".." not in name:
+        return None
+    shown = short_value(name) if isinstance(name, str) else type(name).__name__
+    return (f"run_name {shown!r} is not a run name: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit, without '..' (it names one folder under runs_dir)")
+
+
+def run_root(runs_dir: str | Path, name: str) -> Path:
+    """``<runs_dir>/<name>``, the folder of run ``name``; a name that breaks the run-name rule
+    (a path, ``..``, a control byte) is a :class:`RunFolderError`."""
+    if problem := run_name_error(name):
+        raise RunFolderError(problem)
+    return Path(runs_dir) / name
 
 
 @dataclass(frozen=True)
