@@ -48,6 +48,7 @@ __all__ = [
     "atomic_write_text",
     "nonfinite_to_null",
     "claim_run_folder",
+    "disk_full",
     "file_sha256",
     "fingerprint_differences",
     "fingerprint_sha256",
@@ -127,13 +128,23 @@ def atomic_write(path: str | Path, data: bytes) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc  # say which file (a full disk)
         raise
     return path
+
+
+def disk_full(exc: BaseException) -> bool:
+    """``exc`` says the disk (or the user's quota) is full: no later write can succeed either,
+    so a stage stops at once (one line, plumbing.subcommands) instead of failing item by item."""
+    import errno
+
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
