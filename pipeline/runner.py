@@ -11,8 +11,10 @@ rerun resumes where the last one stopped. A stage's inputs are its fingerprint
 (:func:`stage_fingerprint`, kept in ``runs/<run_name>/fingerprints.json``): its recipe after
 the pipeline's overrides and the content hashes of the manifests of the stages before it.
 A complete stage whose fingerprint changed (another data recipe, model, doctrine...) is
-refused with the differences listed; ``--force STAGE`` reruns it and every stage after it,
-and a stage whose inputs were rebuilt in the same invocation reruns by itself.
+refused with the differences listed; ``--force STAGE`` reruns it and every stage after it
+(a name that is no stage, or a stage the recipe does not run, is refused with a suggestion),
+and a stage whose inputs were rebuilt in the same invocation reruns by itself. ``run_name``
+names one folder under ``runs_dir`` (:func:`plumbing.runs.run_name_error`: no path, no ``..``).
 Stages that need torch are run in their own process with the command they print, so the
 commands in the output are the commands a user can run by hand.
 
