@@ -58,16 +58,23 @@ NUDGE_PREFIX = "[ACP]"
 
 def read_rows(data_dir: str | Path, splits: Iterable[str] = ("train", "validation", "test", "heldout")) -> list[dict]:
     """Every row of the named splits, in file order, ``meta.extra`` decoded into ``meta``."""
-    import pyarrow.parquet as pq
-
     from plumbing.runs import stage_files
+    from plumbing.shards import ShardError, check_shards, read_shard
 
     rows = []
     for split in splits:
-        for f in stage_files(data_dir, split, ("*.parquet",)):  # the manifest's shards, unchanged
-            for r in pq.read_table(f).to_pylist():
+        files = stage_files(data_dir, split, ("*.parquet",))  # the manifest's shards, unchanged
+        check_shards(files)
+        for f in files:
+            for r in read_shard(f):
                 meta = dict(r["meta"])
-                meta.update(json.loads(meta.pop("extra") or "{}"))
+                try:
+                    extra = json.loads(meta.pop("extra") or "{}")
+                except (ValueError, RecursionError):
+                    extra = None
+                if not isinstance(extra, dict):
+                    raise ShardError(f"{f}: a row's meta.extra is not a JSON object")
+                meta.update(extra)
                 meta["split"] = split
                 rows.append({"messages": r["messages"], "tools": r["tools"], "meta": meta})
     return rows

@@ -277,7 +277,8 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
                 sample["meta"]["split"] = split
                 samples.append(sample)
     if teacher is not None and (problem := teacher.shortfall(recipe.sources.teacher.min_accepted_share)):
-        raise TeacherFailed(problem)
+        cut = ", ".join(f"{k} {n}" for k, n in sorted(rejects.items()) if k.startswith("replay_error:"))
+        raise TeacherFailed(problem + (f" Sessions cut short: {cut}." if cut else ""))
     samples = drop_secret_rows(samples, secret_envs(recipe), rejects)  # before anything is written
     samples, removed = dedupe(samples, recipe.dedupe)
     rejects.update(removed)

@@ -104,13 +104,9 @@ def _split_files(data_dir: str, split: str) -> list:
 
 def _shard_rows(path) -> list[dict]:
     """A parquet shard's rows, each checked to be a curriculum row."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from plumbing.shards import read_shard
 
-    try:
-        rows = pq.read_table(path).to_pylist()
-    except (pa.ArrowException, OSError) as exc:
-        raise InspectError(f"{path}: unreadable parquet shard ({str(exc).splitlines()[0][:200]})") from None
+    rows = read_shard(path)  # a ShardError is one line (plumbing.subcommands)
     for i, r in enumerate(rows):
         meta = r.get("meta")
         if not (isinstance(meta, dict) and isinstance(meta.get("kind"), str) and isinstance(r.get("messages"), list)

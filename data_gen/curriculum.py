@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from plumbing.shards import messages_type
+
 from .recipe import Dedupe, Mixture, Split, Stage
 
 __all__ = ["SPLITS", "WHY_NONE", "apply_mixture", "assign_split", "cap_shares", "dedupe", "normalise_sample",
@@ -292,14 +294,10 @@ def normalise_sample(sample: dict) -> dict:
 def _schema():
     import pyarrow as pa
 
-    call = pa.struct([("id", pa.string()), ("type", pa.string()),
-                      ("function", pa.struct([("name", pa.string()), ("arguments", pa.string())]))])
-    message = pa.struct([("role", pa.string()), ("content", pa.string()), ("tool_calls", pa.list_(call)),
-                         ("tool_call_id", pa.string()), ("name", pa.string())])
     meta_fields = [(k, pa.int64() if k in ("step", "window") else pa.string()) for k in META_KEYS]
     meta = pa.struct(meta_fields + [("conformance_score", pa.float64()), ("conformance_passed", pa.bool_()),
                                     ("extra", pa.string())])
-    return pa.schema([("messages", pa.list_(message)), ("tools", pa.string()), ("meta", meta)])
+    return pa.schema([("messages", messages_type()), ("tools", pa.string()), ("meta", meta)])
 
 
 def write_split(rows: list[dict], out_dir: Path, shard_rows: int) -> list[Path]:

@@ -50,6 +50,7 @@ from plumbing.runs import (
     atomic_write_json,
     claim_run_folder,
     confined_path,
+    disk_full,
     fingerprint_differences,
     fingerprint_sha256,
     nonfinite_to_null,
@@ -402,12 +403,12 @@ def run_eval(recipe: EvalRecipe, out: str | Path, *, backend: Backend | None = N
                              f"has a case it runs on the arms {recipe.arms}; nothing was run or marked complete")
         stamps = _check_recipe(out, recipe, jobs, base_dir, doc)
         return _run_locked(recipe, out, jobs, stamps, doc, backend=backend, max_jobs=max_jobs, log=log,
-                           adapter=adapter)
+                           adapter=adapter, base_dir=base_dir)
 
 
 def _run_locked(recipe: EvalRecipe, out: Path, jobs: list[Job], stamps: dict[str, str], doc: Any, *,
                 backend: Backend | None, max_jobs: int | None, log: Callable[[str], None],
-                adapter: Path | None = None) -> RunSummary:
+                adapter: Path | None = None, base_dir: Path | None = None) -> RunSummary:
     from eval.backends import make_backend
 
     started = time.time()
@@ -476,6 +477,9 @@ def _run_locked(recipe: EvalRecipe, out: Path, jobs: list[Job], stamps: dict[str
                         _status(out, len(jobs), skipped + ran, False)
                     bar.set_postfix_str(f"{job.arm} {job.workload}", refresh=False)
                 except Exception as exc:  # noqa: BLE001 - one failed job must not lose the others
+                    if disk_full(exc):  # ... but a full disk fails every one: stop, in one line
+                        pool.shutdown(wait=False, cancel_futures=True)
+                        raise
                     failed.append(redact_secrets({"arm": job.arm, "case_id": job.case_id, "seed": str(job.seed),
                                                   "error": f"{type(exc).__name__}: {exc}"}, config=recipe))
                     log(f"eval: case {job.arm}/{job.case_id} s{job.seed} failed: {exc}")
@@ -498,7 +502,10 @@ def _run_locked(recipe: EvalRecipe, out: Path, jobs: list[Job], stamps: dict[str
                                              # every ArmSettings value the arms ran with, defaults included
                                              "arm_settings": ArmSettings.model_validate(recipe.arm_settings)
                                              .model_dump(mode="json"),
-                                             "cases": [_relative(out, j) for j in jobs]}, started_at=started)
+                                             "cases": [_relative(out, j) for j in jobs],
+                                             # where the recipe's relative paths resolve (dtw rescore)
+                                             "recipe_dir": str(Path(base_dir).resolve()) if base_dir else None},
+                       started_at=started)
         log(f"eval: complete, {len(jobs)} cases in {out}")
     else:
         log(f"eval: incomplete, {summary.done}/{len(jobs)} cases done ({len(failed)} failed); rerun to resume")

@@ -134,7 +134,13 @@ def rescore(src: str | Path, out: str | Path, *, data_dir: str | Path | None = N
     if recorded and recorded != doc.sha256:
         raise RescoreError(f"{src} was run under doctrine sha256 {recorded[:12]}, this checkout has "
                            f"{doc.sha256[:12]}: the scorer's thresholds differ; rerun the eval instead")
-    jobs = {(j.arm, j.case_id, j.seed): j for j in plan(recipe, Path(base_dir) if base_dir is not None else Path.cwd())}
+    if base_dir is None:  # where the eval resolved the recipe's relative paths (older runs: here)
+        base_dir = manifest.get("recipe_dir") or Path.cwd()
+    try:
+        jobs = {(j.arm, j.case_id, j.seed): j for j in plan(recipe, Path(base_dir))}
+    except OSError as exc:
+        raise RescoreError(f"{src}: the recipe's inputs are not where the eval found them ({exc.strerror}: "
+                           f"{exc.filename}); pass --data-dir, or rerun from the folder the eval ran in") from None
     claim_run_folder(out, "eval", writes=("cases",))
     atomic_write_json(confined_path(out, RESCORE_FILE), {"source": str(src.resolve())})
 

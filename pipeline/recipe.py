@@ -11,7 +11,7 @@ import importlib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from plumbing.recipe_loader import BaseConfig, ConfigError, load_config
 
@@ -69,3 +69,12 @@ class PipelineConfig(BaseConfig):
     accelerate_config: str | None = Field(None, description="configs/accelerate topology the train stage "
                                           "launches under (None: one process, no accelerate launch)")
     eval_recipe: str | None = Field(None, description="configs/eval recipe of the eval stage")
+
+    @field_validator("run_name")
+    @classmethod
+    def _one_folder(cls, name: str) -> str:
+        from plumbing.runs import run_name_error
+
+        if problem := run_name_error(name):
+            raise ValueError(problem)
+        return name

@@ -11,8 +11,10 @@ rerun resumes where the last one stopped. A stage's inputs are its fingerprint
 (:func:`stage_fingerprint`, kept in ``runs/<run_name>/fingerprints.json``): its recipe after
 the pipeline's overrides and the content hashes of the manifests of the stages before it.
 A complete stage whose fingerprint changed (another data recipe, model, doctrine...) is
-refused with the differences listed; ``--force STAGE`` reruns it and every stage after it,
-and a stage whose inputs were rebuilt in the same invocation reruns by itself.
+refused with the differences listed; ``--force STAGE`` reruns it and every stage after it
+(a name that is no stage, or a stage the recipe does not run, is refused with a suggestion),
+and a stage whose inputs were rebuilt in the same invocation reruns by itself. ``run_name``
+names one folder under ``runs_dir`` (:func:`plumbing.runs.run_name_error`: no path, no ``..``).
 Stages that need torch are run in their own process with the command they print, so the
 commands in the output are the commands a user can run by hand.
 
@@ -48,6 +50,7 @@ from plumbing.runs import (
     fingerprint_sha256,
     manifest_content_sha256,
     redact_secrets,
+    run_root,
     stage_dir,
     write_manifest,
 )
@@ -198,21 +201,39 @@ STAGE_RUNNERS: dict[str, Callable[[PipelineConfig, Path], dict]] = {
 }
 
 
+def _forced_from(cfg: PipelineConfig, force: tuple[str, ...]) -> int:
+    """The index of the first stage ``--force`` reruns (that stage and every one after it);
+    ``len(cfg.stages)`` when none. A name that is no stage, or a stage this recipe does not
+    run, is a ConfigError (a typo must not silently rerun nothing)."""
+    import difflib
+
+    for name in force:
+        if name in cfg.stages:
+            continue
+        if name in STAGES:
+            raise ConfigError(f"--force {name}: this pipeline does not run the {name} stage; "
+                              f"its stages are {', '.join(cfg.stages)}")
+        close = difflib.get_close_matches(name, STAGES, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(f"--force {name!r} is not a stage; {hint}stages are {', '.join(STAGES)}")
+    return min((cfg.stages.index(s) for s in force), default=len(cfg.stages))
+
+
 def _log(line: str) -> None:
     print(line, flush=True)  # stages write to the same stream from their own processes
 
 
 def run_pipeline(cfg: PipelineConfig, *, force: tuple[str, ...] = (), log=_log) -> RunDir:
-    root = Path(cfg.runs_dir) / cfg.run_name
-    recipes = check_stage_recipes(cfg, root)
-    try:  # a folder of the user's, or a stage folder that is a link, is refused before any stage
+    try:  # a run name that is a path, or a folder of the user's, or a stage folder that is a link,
+        # is refused before any stage
+        root = run_root(cfg.runs_dir, cfg.run_name)
+        forced_from = _forced_from(cfg, force)
+        recipes = check_stage_recipes(cfg, root)
         claim_run_folder(root, "run", writes=STAGES, flag="run folder",
                          legacy=("timings.json", FINGERPRINTS, *STAGES))
     except RunFolderError as exc:
         raise ConfigError(str(exc)) from None
     run = RunDir.create(root)
-    # --force STAGE reruns that stage and every stage after it.
-    forced_from = min((cfg.stages.index(s) for s in force if s in cfg.stages), default=len(cfg.stages))
     record = _read_fingerprints(root)
     timings = {}
     ran_before = False  # an earlier stage ran in this invocation: a later one whose inputs changed reruns
@@ -262,11 +283,18 @@ def run_pipeline(cfg: PipelineConfig, *, force: tuple[str, ...] = (), log=_log) 
 
 
 def _record_timing(root: Path, stage: str, seconds: float) -> None:
-    """Keep each stage's latest wall time in runs/<name>/timings.json (read by make bench)."""
+    """Keep each stage's latest wall time in runs/<name>/timings.json (read by make bench).
+    A corrupt file (a hand edit, a copy cut short) only loses the old times: it is rewritten,
+    never a crash after a stage that succeeded."""
     import json
 
     path = root / "timings.json"
-    previous = json.loads(path.read_text()) if path.is_file() else {}
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        previous = {}
+    if not isinstance(previous, dict):
+        previous = {}
     atomic_write_json(path, {**previous, stage: seconds})
 
 

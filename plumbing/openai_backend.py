@@ -72,7 +72,7 @@ class OpenAIBackend(Backend):
                         secret=key)
         try:
             data = json.loads(raw.decode("utf-8"))
-        except ValueError:
+        except (ValueError, RecursionError):  # a huge number, nesting past the recursion limit
             raise BackendError(f"{self.base_url}{path}: the reply is not JSON ({_snippet(raw, key)})") from None
         if not isinstance(data, dict):
             raise BackendError(f"{self.base_url}{path}: the reply is JSON but not an object "
@@ -108,7 +108,7 @@ class OpenAIBackend(Backend):
                 args = json.dumps(args if args is not None else {})
             try:
                 ok = isinstance(json.loads(args or "{}"), dict)
-            except ValueError:
+            except (ValueError, RecursionError):
                 ok = False
             if not ok:
                 errors.append(f"tool call {i + 1} ({fn['name']}): arguments are not a JSON object")

@@ -50,6 +50,7 @@ __all__ = [
     "nonfinite_to_null",
     "claim_run_folder",
     "confined_path",
+    "disk_full",
     "file_sha256",
     "fingerprint_differences",
     "fingerprint_sha256",
@@ -62,6 +63,8 @@ __all__ = [
     "redact_secrets",
     "remove_own_files",
     "rerun_differences",
+    "run_name_error",
+    "run_root",
     "run_folder_error",
     "secret_values",
     "short_value",
@@ -129,13 +132,23 @@ def atomic_write(path: str | Path, data: bytes) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc  # say which file (a full disk)
         raise
     return path
+
+
+def disk_full(exc: BaseException) -> bool:
+    """``exc`` says the disk (or the user's quota) is full: no later write can succeed either,
+    so a stage stops at once (one line, plumbing.subcommands) instead of failing item by item."""
+    import errno
+
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
@@ -425,6 +438,28 @@ def stage_dir(run: str | Path, stage: str) -> Path:
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
     return Path(run) / stage
+
+
+# A run's name becomes one folder under runs/: letters, digits, '.', '_' and '-', starting with
+# a letter or digit, no '..' (so never a path outside runs/, a nested folder or a control byte).
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def run_name_error(name: object) -> str | None:
+    """Why ``name`` cannot name a run folder, or None (the one run-name rule)."""
+    if isinstance(name, str) and RUN_NAME.fullmatch(name) and ".." not in name:
+        return None
+    shown = short_value(name) if isinstance(name, str) else type(name).__name__
+    return (f"run_name {shown!r} is not a run name: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit, without '..' (it names one folder under runs_dir)")
+
+
+def run_root(runs_dir: str | Path, name: str) -> Path:
+    """``<runs_dir>/<name>``, the folder of run ``name``; a name that breaks the run-name rule
+    (a path, ``..``, a control byte) is a :class:`RunFolderError`."""
+    if problem := run_name_error(name):
+        raise RunFolderError(problem)
+    return Path(runs_dir) / name
 
 
 @dataclass(frozen=True)

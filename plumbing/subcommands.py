@@ -20,7 +20,30 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-__all__ = ["Command", "build_parser", "import_target", "recipe_command", "run", "run_command"]
+__all__ = ["Command", "CommandError", "build_parser", "error_line", "import_target", "recipe_command", "run",
+           "run_command"]
+
+
+class CommandError(ValueError):
+    """An expected failure of a command (bad input, a folder it may not use): :func:`run` prints
+    its message as one ``error:`` line and exits 2, whichever command raised it."""
+
+
+def error_line(exc: BaseException) -> str | None:
+    """The one line a user sees for an expected failure, or None for a bug (whose traceback
+    is the useful report). Expected: a :class:`CommandError`, and any OSError (a disk full, a
+    file that is not there or not readable): what the machine refused, not what the code did."""
+    import errno
+
+    if isinstance(exc, CommandError):
+        return " ".join(str(exc).split("\n"))
+    if not isinstance(exc, OSError):
+        return None
+    where = f"{exc.filename}: " if exc.filename else ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (f"{where}no space left on the device; nothing half-written was kept and the stage is not "
+                "marked complete (its manifest is written last): free space and rerun the same command")
+    return f"{where}{exc.strerror or exc}"
 
 
 @dataclass(frozen=True)
@@ -96,7 +119,15 @@ def _parse_and_run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except (CommandError, OSError) as exc:  # every command's expected failures: one line, exit 2
+        import sys
+
+        if (line := error_line(exc)) is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 2
 
 
 def recipe_command(p: argparse.ArgumentParser, schema: str, handler: Callable[[argparse.Namespace, Any], int],

@@ -119,8 +119,11 @@ def parse_assistant_text(text: str, *, id_prefix: str = "call", strict: bool = F
         raw = match.group(1).strip()
         try:
             obj, _ = json.JSONDecoder().raw_decode(raw)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             reply.errors.append(f"tool call {n + 1}: not valid JSON ({exc.msg} at char {exc.pos})")
+            continue
+        except (ValueError, RecursionError) as exc:  # a number past the int-digit limit, deep nesting
+            reply.errors.append(f"tool call {n + 1}: not valid JSON ({str(exc)[:80]})")
             continue
         if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not obj["name"]:
             reply.errors.append(f"tool call {n + 1}: expected an object with a string 'name'")
@@ -129,7 +132,7 @@ def parse_assistant_text(text: str, *, id_prefix: str = "call", strict: bool = F
         if isinstance(args, str):
             try:
                 args = json.loads(args)
-            except ValueError:
+            except (ValueError, RecursionError):
                 reply.errors.append(f"tool call {n + 1} ({obj['name']}): arguments are not valid JSON")
                 continue
         if not isinstance(args, dict):

@@ -16,11 +16,13 @@ from typing import Any
 
 from plumbing.chat_templates import SampleRejected, tokenize_sample
 from plumbing.runs import StageInputError, read_manifest, stage_files
+from plumbing.shards import ShardError, check_shards
+from plumbing.subcommands import CommandError
 
 __all__ = ["DataError", "check_data_dir", "load_split", "session_key", "tokenize_split"]
 
 
-class DataError(ValueError):
+class DataError(CommandError):
     """A data folder that training cannot use; the message says which and why."""
 
 
@@ -50,14 +52,24 @@ def load_split(data_dir: str | Path, split: str):
         raise DataError(str(exc)) from None
     if not files:
         raise DataError(f"{data_dir}: split {split!r} has no parquet shards under {split}/")
-    return load_dataset("parquet", data_files={split: files}, split=split)
+    check_shards(files)  # another table, a file cut short, two builds' shards: one line, not a traceback
+    try:
+        return load_dataset("parquet", data_files={split: files}, split=split)
+    except Exception as exc:  # a shard damaged past its footer fails in the reader
+        raise ShardError(f"{data_dir}/{split}: a shard could not be read ({_first_cause(exc)})") from None
+
+
+def _first_cause(exc: BaseException) -> str:
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
 
 
 def _as_obj(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     return value
 
@@ -104,6 +116,8 @@ def tokenize_split(ds, tokenizer, template: str, *, max_length: int, prompt_mode
             enc = tokenize_sample(tokenizer, messages, tools, template, max_length)
         except SampleRejected as exc:
             return {"input_ids": [], "assistant_masks": [], "reject": exc.reason, **keys}
+        except RecursionError:  # tool-call arguments nested past the recursion limit
+            return {"input_ids": [], "assistant_masks": [], "reject": "nested_too_deep", **keys}
         return {**enc, "reject": "", **keys}
 
     mapped = ds.map(encode, remove_columns=ds.column_names, desc="tokenizing")

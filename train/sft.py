@@ -237,7 +237,7 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
 def load_curriculum(recipe: TrainRecipe, tokenizer: Any, template: str, state: Any, log=print) -> Curriculum:
     """The recipe's train (and eval) split tokenised through ``template``, samples over
     ``data.max_length`` dropped and counted; merged per session with ``data.shared_prefix``."""
-    from .data import load_split, tokenize_split
+    from .data import DataError, load_split, tokenize_split
 
     shared = recipe.data.shared_prefix
     with state.main_process_first():
@@ -252,7 +252,7 @@ def load_curriculum(recipe: TrainRecipe, tokenizer: Any, template: str, state: A
                 eval_raw, tokenizer, template, max_length=recipe.data.max_length,
                 prompt_mode=recipe.data.prompt_mode, max_samples=recipe.data.max_eval_samples, with_keys=shared)
     if len(train_ds) == 0:
-        raise RuntimeError(f"no trainable samples in {recipe.data.dir} (rejected: {train_rejects})")
+        raise DataError(f"no trainable samples in {recipe.data.dir} (rejected: {train_rejects})")
     data = Curriculum(train_ds, eval_ds, train_rejects, eval_rejects, len(train_ds),
                       sum(sum(m) for m in train_ds["assistant_masks"]), sum(len(x) for x in train_ds["input_ids"]))
     if shared:

@@ -126,6 +126,14 @@ class ProjectSFTTrainer(SFTTrainer):
 
         save_sharded_adapter(self, output_dir or self.args.output_dir)
 
+    def _save_rng_state(self, output_dir):
+        # Every process writes its own rng_state_<rank>.pth; only then may the main process
+        # write trainer_state.json, the file that marks a checkpoint complete. Without this
+        # wait a kill right after it (tests/train/test_fsdp_cpu.py does that) could leave
+        # another rank's file cut short, and every --resume of that rank then failed loading it.
+        super()._save_rng_state(output_dir)
+        self.accelerator.wait_for_everyone()
+
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
         super()._load_from_checkpoint(resume_from_checkpoint, model)
         if self.is_fsdp_enabled:  # its sharded model state holds no adapter: train/fsdp.py

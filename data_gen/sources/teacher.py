@@ -82,10 +82,13 @@ class TeacherLabeler:
         self.asked += 1
         try:
             label = self._ask(point, doctrine, reference)
-        except _Rejected as exc:
-            self.counts[f"teacher:{exc.reason}"] += 1
-            self.reasons[exc.reason] += 1
-            raise LabelSkipped(f"teacher_{exc.reason}", exc.detail) from None
+        except Exception as exc:  # a reply the checks did not foresee is one rejected
+            # point, counted by its reason; it must not drop the rest of the session (replay_error)
+            reason = exc.reason if isinstance(exc, _Rejected) else f"error_{type(exc).__name__}"
+            detail = exc.detail if isinstance(exc, _Rejected) else str(exc)[:200]
+            self.counts[f"teacher:{reason}"] += 1
+            self.reasons[reason] += 1
+            raise LabelSkipped(f"teacher_{reason}", detail) from None
         self.kept += 1
         return label
 

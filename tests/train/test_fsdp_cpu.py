@@ -36,10 +36,33 @@ def _accelerate() -> str:
     return shutil.which("accelerate", path=str(Path(sys.executable).parent)) or "accelerate"
 
 
-def _launch_cmd(data, model, out, port, *extra):
+def _free_port() -> int:
+    """A port no process listens on now: a fixed one collides with a second test run (or a
+    killed run's rendezvous still closing) and a rank fails to join."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _launch_cmd(data, model, out, logs: Path, *extra):
+    # --tee 3 --log_dir: torchrun keeps each rank's stdout and stderr in a file of its own
+    # (<logs>/<run>/attempt_0/<rank>/), so a failure can show every rank's side.
     return [_accelerate(), "launch", "--config_file", "configs/accelerate/fsdp2_cpu.yaml",
-            "--main_process_port", str(port), "-m", "train", "configs/train/smoke.yaml", "--out", str(out),
+            "--main_process_port", str(_free_port()), "--tee", "3", "--log_dir", str(logs),
+            "-m", "train", "configs/train/smoke.yaml", "--out", str(out),
             f"data.dir={data}", f"model.spec={model}", *STEPS, *extra]
+
+
+def _rank_logs(logs: Path, launcher: str = "", chars: int = 2500) -> str:
+    """The launcher's output and the tail of each rank's stderr and stdout, for an assertion."""
+    parts = [f"--- launcher ---\n{launcher[-chars:]}"] if launcher else []
+    for f in sorted(logs.rglob("*.log")):
+        text = f.read_text(errors="replace")
+        if text.strip():
+            parts.append(f"--- rank {f.parent.name} {f.name} ---\n{text[-chars:]}")
+    return "\n".join(parts) or f"(no rank logs under {logs})"
 
 
 def _kill_tree(pid: int) -> None:
@@ -81,8 +104,8 @@ def runs(project_root, sft_data_dir, embedded_model):
         #    (its trainer_state.json is written last).
         log = root / "first-run.log"
         with log.open("w") as sink:
-            proc = subprocess.Popen(_launch_cmd(sft_data_dir, model, fsdp, 29518), cwd=project_root, env=ENV,
-                                    stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(_launch_cmd(sft_data_dir, model, fsdp, root / "logs-first"), cwd=project_root,
+                                    env=ENV, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
         marker = fsdp / "train" / "checkpoints" / "checkpoint-2" / "trainer_state.json"
         deadline = time.time() + 300
         while not marker.is_file() and proc.poll() is None and time.time() < deadline:
@@ -90,7 +113,7 @@ def runs(project_root, sft_data_dir, embedded_model):
         if proc.poll() is None:
             _kill_tree(proc.pid)
         proc.wait(timeout=60)
-        tail = log.read_text()[-3000:]
+        tail = _rank_logs(root / "logs-first", log.read_text())
         assert marker.is_file(), f"no checkpoint-2 before the run ended (rc {proc.returncode}):\n{tail}"
         assert proc.returncode == -signal.SIGKILL, f"the run ended before it could be killed:\n{tail}"
         assert not (fsdp / "train" / "manifest.json").exists()
@@ -101,9 +124,9 @@ def runs(project_root, sft_data_dir, embedded_model):
         assert (marker.parent / "adapter_model.safetensors").is_file()
 
         # 2. Resume to the end.
-        out = subprocess.run(_launch_cmd(sft_data_dir, model, fsdp, 29519, "--resume"), cwd=project_root, env=ENV,
-                             capture_output=True, text=True, timeout=600)
-        assert out.returncode == 0, out.stderr[-3000:]
+        out = subprocess.run(_launch_cmd(sft_data_dir, model, fsdp, root / "logs-resume", "--resume"),
+                             cwd=project_root, env=ENV, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, _rank_logs(root / "logs-resume", out.stdout + out.stderr)
         export_adapter(fsdp)
 
         # 3. The same steps in one process: micro-batches of 2, accumulated over 2.
