@@ -114,6 +114,21 @@ def _two_builds(train: Path) -> None:
     pq.write_table(table.set_column(2, "meta", older), train / "shard-00001.parquet")
 
 
+def _manifest_agrees(data: Path) -> None:
+    """List the damaged shards in the data manifest with their sha256, as a build of another
+    version would have: the manifest check (tests/reliability/test_stage_inputs.py) passes them,
+    so what is tested here is the shards' own check."""
+    import json
+
+    from plumbing.runs import file_sha256
+
+    path = data / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["files"].update({f.relative_to(data).as_posix(): file_sha256(f)
+                              for f in sorted((data / "train").glob("*.parquet"))})
+    path.write_text(json.dumps(manifest))
+
+
 @pytest.mark.parametrize("damage,reason", [(_other_table, "not a curriculum shard (columns x"),
                                            (_cut_short, "unreadable parquet shard"),
                                            (_two_builds, "schema differs from")])
@@ -121,6 +136,7 @@ def test_a_bad_shard_is_one_line_in_train_and_audit(data, tmp_path, capsys, dama
     bad = tmp_path / "data"
     shutil.copytree(data, bad)
     damage(bad / "train")
+    _manifest_agrees(bad)
     assert dtw("audit", str(bad)) == 2
     assert reason in _one_line(capsys.readouterr().err)
     assert dtw("train", str(ROOT / "configs/train/smoke.yaml"), f"data.dir={bad}", "--out", str(tmp_path / "run")) == 2
@@ -145,6 +161,7 @@ def test_arguments_nested_past_the_recursion_limit_are_a_rejected_row(data, tmp_
     calls[0]["tool_calls"][0]["function"]["arguments"] = '{"a": ' + "[" * 50_000 + "]" * 50_000 + "}"
     shard.unlink()
     pq.write_table(type(table).from_pylist(rows, schema=table.schema), shard)
+    _manifest_agrees(bad)
     tok = load_tokenizer("tiny:smollm2-135m-instruct")
     from plumbing.chat_templates import choose_template
 
@@ -157,7 +174,8 @@ def test_arguments_nested_past_the_recursion_limit_are_a_rejected_row(data, tmp_
 
 
 def test_rescore_finds_the_recipe_relative_inputs_or_says_why(tmp_path, capsys, monkeypatch):
-    ev, again = tmp_path / "eval", tmp_path / "rescored"
+    # The source eval in a run of its own: a re-score never lands inside the source's run.
+    ev, again = tmp_path / "src" / "eval", tmp_path / "rescored"
     # configs/eval/smoke.yaml names fixtures/... relative to its own folder.
     assert dtw("eval", str(ROOT / "configs/eval/smoke.yaml"), "--out", str(ev)) == 0
     monkeypatch.chdir(tmp_path)  # another working directory than the eval's
