@@ -12,6 +12,8 @@ from pydantic import Field, field_validator, model_validator
 
 from plumbing.recipe_loader import BaseConfig
 
+from .grpo_recipe import GrpoSection
+
 # LoRA ranks that vLLM's punica kernels accept.
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
@@ -151,6 +153,9 @@ class TrainRecipe(BaseConfig):
     trainer: TrainerSection = Field(default_factory=TrainerSection)
     # Export
     export: ExportSection = Field(default_factory=ExportSection)
+    # GRPO: present, the recipe is a GRPO stage after SFT (train/grpo.py), not an SFT run
+    grpo: GrpoSection | None = Field(None, description="a GRPO stage after SFT (train/grpo_recipe.py); "
+                                     "absent: an SFT run")
 
     @model_validator(mode="after")
     def _shared_prefix(self) -> TrainRecipe:
