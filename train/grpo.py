@@ -193,6 +193,10 @@ def run_grpo(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, log=
     trainer = GRPOTrainer(model=policy, reward_funcs=funcs, args=_config(recipe, ckpt_dir, weights, bf16),
                           train_dataset=Dataset.from_list(prompts), processing_class=tokenizer,
                           callbacks=callbacks)
+    if recipe.grpo.beta and "ref" not in trainer.accelerator.unwrap_model(trainer.model).peft_config:
+        # Without the copy TRL would take the base model (adapters disabled) as the reference.
+        raise GrpoError("this TRL/peft pair keeps no frozen copy of the SFT adapter as the KL reference "
+                        "(needs trl >= 1.16 with peft >= 0.20); set grpo.beta: 0 or upgrade")
     resume_from = latest_checkpoint(ckpt_dir) if resume else None
     if resume and resume_from is None:
         log(f"[grpo] --resume: no checkpoint in {ckpt_dir}, starting from step 0")
