@@ -18,8 +18,8 @@ class RewardWeights(BaseConfig):
     values_in_context: float = Field(
         1.0, ge=0, le=10, description="weight of the share of the summary's exact items found in the context (0..1)")
     right_kind: float = Field(
-        2.0, ge=0, le=10, description="weight of taking the label's kind of move (1 / 0); keep it at least the "
-        "sum of the fold-quality weights' negative side so folding everywhere does not pay")
+        2.0, ge=0, le=10, description="weight of taking the label's kind of move (1 / 0); the fold-quality terms "
+        "pay only where the label folds, so this term alone rewards folding at the right time")
     length: float = Field(1.0, ge=0, le=10, description="weight of the length penalty (0 .. -1)")
 
 
