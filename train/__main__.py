@@ -1,6 +1,7 @@
 """``python -m train``: LoRA SFT runs, adapter export and model tools (also ``dtw train``, ``dtw export``...).
 
     python -m train configs/train/demo.yaml --out runs/demo [KEY=VALUE ...] [--resume]   (= python -m train run ...)
+    python -m train configs/train/grpo_pocket.yaml --out runs/pocket_grpo   (a recipe with grpo: runs GRPO)
     accelerate launch --config_file configs/accelerate/cpu.yaml -m train configs/train/demo.yaml --out runs/demo
     python -m train export runs/demo [--merge]
     python -m train model-info embedded:smollm2-135m-instruct
@@ -151,7 +152,16 @@ def _cmd_train(args: argparse.Namespace, recipe) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        run_training(recipe, args.out, resume=args.resume, force=args.force)
+        if recipe.grpo is not None:  # a GRPO stage after SFT (train/grpo.py)
+            from .grpo import GrpoError, run_grpo
+
+            try:
+                run_grpo(recipe, args.out, resume=args.resume)
+            except GrpoError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+        else:
+            run_training(recipe, args.out, resume=args.resume, force=args.force)
     except (DataError, TrainingChanged) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

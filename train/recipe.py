@@ -12,6 +12,8 @@ from pydantic import Field, field_validator, model_validator
 
 from plumbing.recipe_loader import BaseConfig
 
+from .grpo_recipe import GrpoSection
+
 # LoRA ranks that vLLM's punica kernels accept.
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
@@ -162,6 +164,9 @@ class TrainRecipe(BaseConfig):
                                     "checkpoints and loss terms")
     # Export
     export: ExportSection = Field(default_factory=ExportSection, description="what dtw export writes for serving")
+    # GRPO: present, the recipe is a GRPO stage after SFT (train/grpo.py), not an SFT run
+    grpo: GrpoSection | None = Field(None, description="a GRPO stage after SFT (train/grpo_recipe.py); "
+                                     "absent: an SFT run")
 
     @model_validator(mode="after")
     def _shared_prefix(self) -> TrainRecipe:
