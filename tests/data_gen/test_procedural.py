@@ -136,13 +136,15 @@ def test_bad_label_override_is_one_clear_error():
 
 
 def test_label_windows_apply_on_top_of_label_for_their_window_only():
-    from data_gen.recipe import DataRecipe
-    from plumbing.recipe_loader import load_config
+    from data_gen.recipe import ReplaySettings
 
-    recipe = load_config(ROOT / "configs" / "data" / "pocket_proc.yaml", DataRecipe)
-    rec, other = recipe.replay.label_config(1600), recipe.replay.label_config(1344)
-    assert 1600 in recipe.replay.silent_windows and rec.keep_session_facts is False and other.keep_session_facts
+    r = ReplaySettings(windows=[1344, 1600], silent_windows=[1600], label={"min_piece_tokens": 96},
+                       label_windows={1600: {"keep_session_facts": False}})
+    rec, other = r.label_config(1600), r.label_config(1344)
+    assert rec.keep_session_facts is False and other.keep_session_facts and r.label_config().keep_session_facts
     assert rec.min_piece_tokens == other.min_piece_tokens == 96
+    # a command line that drops the window leaves its entry unused
+    assert ReplaySettings(windows=[1344], label_windows={1600: {"keep_session_facts": False}}).label_config(1344) is None
 
 
 def test_a_small_build_keeps_the_bound_and_silences_its_silent_window(tmp_path):

@@ -21,7 +21,7 @@ SESSIONS = (("proc_python", 4), ("proc_k8s", 1), ("proc_k8s", 0))
 
 @pytest.fixture(scope="module")
 def rows():
-    cfg = LabelConfig(min_piece_tokens=96, keep_session_facts=False)  # pocket_proc's label_windows[1600]
+    cfg = LabelConfig(min_piece_tokens=96, keep_session_facts=False)  # a silent pocket window whose summaries keep only the facts needed soon
     out = []
     for family, seed in SESSIONS:
         for s in replay_session(generator(family)(seed), window=1600, gate="pocket", host="proxy", horizon=2,
