@@ -536,10 +536,24 @@ def _call_queries(point: DecisionPoint, m: Any) -> list[str]:
     out: list[str] = []
     for c in point.flat:
         if c.content_type == "tool-call" and c.tool_call_id == m.tool_call_id:
-            for text in _strings(c):
+            for text in _call_values(_strings(c)):
                 # file names first (a topic names the files a block worked on), then its words
                 names = [w for w in re.findall(r"[\w.-]+", text) if "." in w.strip(".") and len(w) >= 5]
                 out += [q for q in names + _queries(text) if q not in out]
+    return out
+
+
+def _call_values(texts: list[str]) -> list[str]:
+    """The argument values of a call's strings (a JSON object's keys are no search words)."""
+    import json
+
+    out = []
+    for t in texts:
+        try:
+            obj = json.loads(t)
+        except ValueError:
+            obj = None
+        out += [v for v in obj.values() if isinstance(v, str)] if isinstance(obj, dict) else [t]
     return out
 
 

@@ -1,4 +1,4 @@
-"""The recovery reflex (issue 43) on rows the pocket_proc replay makes: a silent pocket window
+"""The recovery reflex (issue 43) on rows a silent pocket-profile replay makes: a window
 whose summaries keep only the facts needed soon, so a later step needs a folded detail."""
 
 from __future__ import annotations
