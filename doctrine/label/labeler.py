@@ -592,7 +592,8 @@ def _recovery_call(point: DecisionPoint, cfg: LabelConfig, rng: Any) -> Label | 
     for q in _queries(f.text) + _call_queries(point, m):
         text, top = search_result(point, q, cfg)
         if top in cover_ids:
-            lead = rng.choice(ph.SEARCH_LEADS).format(what=f.kind.replace("_", " ").rstrip("s"))
+            what = f.kind.replace("_", " ").rstrip("s").removeprefix("exact ")  # "exact {what}": not "exact exact value"
+            lead = rng.choice(ph.SEARCH_LEADS).format(what=what)
             msg = actions.call_message(lead, call_id, "search_context", {"query": q})
             return Label("recovery", msg, f"step {point.step} needs {f.id}; only a block holds it",
                          action={"type": "tool", "name": "search_context", "call_id": call_id,
