@@ -51,8 +51,12 @@ ROOT = Path(__file__).resolve().parent.parent
 # are over those decisions: they show where learning stops when compress_success stays 0.
 GRADED_METRICS = ("compress_chosen", "compress_parsed", "compress_accepted", "ranges_visible", "summary_score",
                   "exact_values_kept")
+# The recovery reflex (issue 43), beside the fold metrics so a gain in one that costs the other
+# shows: recover_chosen / recover_success over recovery-labelled decisions, false_recovery over
+# ordinary ones (counter-lessons included); absent (no cases) where the questions ask none.
+RECOVERY_METRICS = ("recover_chosen", "recover_success", "false_recovery")
 CURVE_METRICS = ("compress_success", "kind_correct", "tool_call_valid", "malformed_share",
-                 "conformance_passed") + GRADED_METRICS
+                 "conformance_passed") + GRADED_METRICS + RECOVERY_METRICS
 # Reading or recall (eval/workloads/held_out/recall.py), over the replies that write a summary:
 # similarity to the nearest train label, and the share of exact items not in the context.
 RECALL_METRICS = ("nearest_train_sim", "values_not_in_context_share")
@@ -217,9 +221,9 @@ def _fmt(res: dict[str, Any] | None, key: str = "mean") -> str:
 def curve_table(curve: dict[str, Any]) -> list[list[str]]:
     head = ["step", "n", "sessions", "balanced_acc", "compress_chosen", "compress_parsed", "compress_accepted",
             "summary_score", "compress_success", "kind_correct", "malformed_share", "nearest_train_sim",
-            "values_not_in_context",
+            "values_not_in_context", *RECOVERY_METRICS,
             "balanced_acc vs step 0", "compress_chosen vs step 0", "compress_success vs step 0",
-            "kind_correct vs step 0", "malformed_share vs step 0"]
+            "kind_correct vs step 0", "malformed_share vs step 0", *(f"{k} vs step 0" for k in RECOVERY_METRICS)]
     rows = [head]
     for p in curve["points"]:
         m, d = p["metrics"], p["vs_step0"]
@@ -230,10 +234,11 @@ def curve_table(curve: dict[str, Any]) -> list[list[str]]:
                      _fmt(m.get("compress_chosen")),
                      _fmt(m.get("compress_parsed")), _fmt(m.get("compress_accepted")), _fmt(m.get("summary_score")),
                      _fmt(m["compress_success"]), _fmt(m["kind_correct"]), _fmt(m["malformed_share"]),
-                     _fmt(m.get("nearest_train_sim")), not_in,
+                     _fmt(m.get("nearest_train_sim")), not_in, *(_fmt(m.get(k)) for k in RECOVERY_METRICS),
                      _fmt(d.get("balanced_acc"), "diff"), _fmt(d.get("compress_chosen"), "diff"),
                      _fmt(d.get("compress_success"), "diff"),
-                     _fmt(d.get("kind_correct"), "diff"), _fmt(d.get("malformed_share"), "diff")])
+                     _fmt(d.get("kind_correct"), "diff"), _fmt(d.get("malformed_share"), "diff"),
+                     *(_fmt(d.get(k), "diff") for k in RECOVERY_METRICS)])
     return rows
 
 
@@ -268,10 +273,13 @@ def write_plot(curve: dict[str, Any], path: Path) -> bool:
         return False
     fig, ax = plt.subplots(figsize=(6.5, 4))
     steps = [p["step"] for p in curve["points"]]
-    for k in ("balanced_acc", "compress_success", "malformed_share"):
-        means = [p["metrics"][k]["mean"] for p in curve["points"]]
-        lows = [p["metrics"][k]["ci95"][0] if p["metrics"][k]["ci95"] else None for p in curve["points"]]
-        highs = [p["metrics"][k]["ci95"][1] if p["metrics"][k]["ci95"] else None for p in curve["points"]]
+    for k in ("balanced_acc", "compress_success", "malformed_share", *RECOVERY_METRICS):
+        cells = [p["metrics"].get(k) or {} for p in curve["points"]]
+        if any(c.get("mean") is None for c in cells):
+            continue  # a metric the questions did not ask (no recovery-labelled decisions, say)
+        means = [c["mean"] for c in cells]
+        lows = [c["ci95"][0] if c.get("ci95") else None for c in cells]
+        highs = [c["ci95"][1] if c.get("ci95") else None for c in cells]
         ax.plot(steps, means, marker="o", label=k)
         if all(v is not None for v in lows + highs):
             ax.fill_between(steps, lows, highs, alpha=0.15)

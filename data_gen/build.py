@@ -143,7 +143,7 @@ def _replay(session: Session, recipe: DataRecipe, doctrine, window: int, gate: s
                                      stats=stats, run_dir=str(run_dir), labeler=labeler,
                                      nudge_style=recipe.replay.nudge_style(window, recipe.nudge_style),
                                      usage_counter=recipe.replay.usage_counter,
-                                     label_config=recipe.replay.label_config()):
+                                     label_config=recipe.replay.label_config(window)):
             yield sample.to_dict()
     except Exception as exc:  # one bad session never stops a long build
         rejects[f"replay_error:{type(exc).__name__}"] += 1

@@ -151,6 +151,10 @@ class ReplaySettings(BaseConfig):
     label: dict[str, Any] = Field(
         default_factory=dict, description="LabelConfig fields to override (doctrine.label.config), e.g. a "
                                           "min_piece_tokens scaled to a pocket window")
+    label_windows: dict[int, dict[str, Any]] = Field(
+        default_factory=dict, description="per-window LabelConfig overrides on top of ``label`` (an entry "
+                                          "for a window not in ``windows`` is unused), e.g. a silent window whose summaries keep only "
+                                          "the facts needed soon, so a later step must recover a folded one")
 
     @model_validator(mode="after")
     def _label_fields(self) -> ReplaySettings:
@@ -158,28 +162,35 @@ class ReplaySettings(BaseConfig):
         stray = sorted(set(self.silent_windows) - set(self.windows))
         if stray:
             raise ValueError(f"replay.silent_windows {stray} are not among replay.windows {self.windows}")
+        # An entry of label_windows for a window not replayed is unused, not an error: a command
+        # line that narrows replay.windows keeps working. Its fields are checked all the same.
+        for w in self.label_windows:
+            self.label_config(w)
         return self
 
     def nudge_style(self, window: int, style: str) -> str:
         """The nudge style a replay at ``window`` runs: ``none`` for a silent window, else ``style``."""
         return "none" if window in self.silent_windows else style
 
-    def label_config(self):
-        """The labeler's thresholds: the defaults with ``label`` applied (None when empty)."""
-        if not self.label:
+    def label_config(self, window: int | None = None):
+        """The labeler's thresholds: the defaults with ``label`` (and, for ``window``, its
+        ``label_windows`` entry) applied; None when neither sets anything."""
+        fields = {**self.label, **(self.label_windows.get(window, {}) if window is not None else {})}
+        where = "replay.label" if window is None or window not in self.label_windows else f"replay.label_windows.{window}"
+        if not fields:
             return None
         import dataclasses
 
         from doctrine.label import LabelConfig
 
         known = {f.name for f in dataclasses.fields(LabelConfig)}
-        unknown = sorted(set(self.label) - known)
+        unknown = sorted(set(fields) - known)
         if unknown:
-            raise ValueError(f"replay.label: unknown field(s) {unknown}; known: {sorted(known)}")
+            raise ValueError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
         try:
-            return LabelConfig(**self.label)
+            return LabelConfig(**fields)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"replay.label: {exc}") from None
+            raise ValueError(f"{where}: {exc}") from None
 
 
 class Mixture(BaseConfig):

@@ -49,7 +49,7 @@ from doctrine.kernel.decompress import decompress
 from doctrine.kernel.profile import PRESETS, resolve_profile
 from doctrine.kernel.state import CompressionState
 from doctrine.label import LabelConfig, LabelSkipped, label_decision
-from doctrine.label.labeler import search_result
+from doctrine.label.labeler import counter_recovery, search_result
 from doctrine.label.needed import ACTION_PREFIX, session_msg_id, tool_units
 from doctrine.label.point import DecisionPoint, RecoveryState, build_point
 from doctrine.render.request import request_frame
@@ -348,6 +348,10 @@ def _sample(point: DecisionPoint, label: Any, system_prompt: str, tools: list[di
         "view_refs": view_refs(point),
         "kernel_input": _kernel_input(point, label),
     })
+    if label.kind == "ordinary" and not meta["declined"]:
+        why = counter_recovery(point)
+        if why:  # the same kind of step as a recovery, with the detail in view: no recovery call
+            meta.update(counter_recovery=True, counter_recovery_why=why)
     return DecisionSample(messages, copy.deepcopy(tools), meta, point=point, label=label)
 
 

@@ -44,6 +44,11 @@ DEFINITIONS: dict[str, str] = {
     "values_not_in_context_share": "share of a compress reply's exact items not in its context, mean over replies "
                                    "with any",
     "recover_success": "share of recovery-labelled decisions whose reply restores a block the next step needs",
+    "recover_chosen": "share of decisions labelled with a recovery call (the step needs a detail only a folded "
+                      "block holds) answered with a recovery call (search_context or decompress), whatever its "
+                      "target: the first step to recover_success",
+    "false_recovery": "share of ordinary decisions (counter-lessons included: the step's detail is still in view, "
+                      "raw or quoted by a summary) answered with a recovery call nobody needed; lower is better",
     "tool_call_valid": "of the replies that write a tool call (or try to), the share whose calls parse, name an offered tool and carry JSON-object arguments",
     "range_valid": "share of compress replies whose every range the kernel (or the row's refs) accepts",
     "range_overlap": "Jaccard overlap of the messages/blocks a compress reply folds with those the label folds",

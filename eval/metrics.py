@@ -143,7 +143,8 @@ UNIT_METRICS = {"kind_correct", "compress_success", "recover_success", "tool_cal
                 "accuracy", "evidence_survival", "summary_conformance", "deep_items_correct", "compacted",
                 "forced_compaction", "prefix_cache_hit_rate", "malformed_share", "decision_win",
                 "compress_chosen", "compress_parsed", "compress_accepted", "ranges_visible", "summary_score",
-                "exact_values_kept", "balanced_acc", "nearest_train_sim", "values_not_in_context_share"}
+                "exact_values_kept", "balanced_acc", "nearest_train_sim", "values_not_in_context_share",
+                "recover_chosen", "false_recovery"}
 # 97.5 % quantiles of Student's t for 1..29 degrees of freedom (no scipy in the venv).
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
          2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045)
@@ -560,7 +561,7 @@ def paired_balanced(a: dict[Any, dict[str, Any]], b: dict[Any, dict[str, Any]], 
 NON_INFERIORITY_METRICS = ("balanced_acc", "kind_correct", "compress_success", "conformance_passed",
                            "conformance_score", "tool_call_valid", "range_valid", "range_overlap",
                            "probe_score", "probe_accuracy", "accuracy", "evidence_survival",
-                           "summary_conformance", "recover_success", "decision_win", "decision_margin",
+                           "summary_conformance", "recover_success", "recover_chosen", "decision_win", "decision_margin",
                            "decision_logprob")
 
 

@@ -65,7 +65,8 @@ PROBES_COLS = ["cases", "questions", "accuracy", "evidence_survival", "compacted
                "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
 HELD_OUT_COLS = ["cases", "balanced_acc", "compress_chosen", "compress_parsed", "compress_accepted", "ranges_visible",
                  "summary_score", "exact_values_kept", "compress_success", "nearest_train_sim", "values_copied",
-                 "values_not_in_context", "values_not_in_context_share", "recover_success", "kind_correct", "decision_logprob",
+                 "values_not_in_context", "values_not_in_context_share", "recover_chosen", "recover_success",
+                 "false_recovery", "kind_correct", "decision_logprob",
                  "decision_margin", "decision_win", "tool_call_valid", "range_valid", "range_overlap",
                  "conformance_score",
                  "conformance_passed", "kernel_errors", "kernel_warnings", "prompt_tokens", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]

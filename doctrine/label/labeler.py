@@ -480,6 +480,24 @@ def _lost_facts(point: DecisionPoint, cfg: LabelConfig) -> list[tuple[Any, list[
     return out
 
 
+def counter_recovery(point: DecisionPoint, cfg: LabelConfig | None = None) -> str | None:
+    """Why a point whose step uses an earlier detail needs no recovery, or None.
+
+    ``"in_view"``: every detail the step uses is in a message still shown raw;
+    ``"in_summary"``: at least one sits in a folded message, but a summary in view quotes it
+    (the summary's level of detail is enough). None when the step uses no earlier detail or
+    one is lost from view (a recovery point). The eval asks these as counter-lessons."""
+    cfg = cfg or LabelConfig()
+    by_id = {f.id: f for f in point.session.facts}
+    used = [by_id[fid] for st in point.session.steps[point.step:point.step + cfg.recovery_lookahead + 1]
+            for fid in st.uses if fid in by_id]
+    used = [f for f in used if f.message < point.visible]
+    if not used or any(f.text not in point.visible_text for f in used):
+        return None
+    folded = {session_index_of(x) for b in point.state.blocks for x in b.effective_message_ids}
+    return "in_summary" if any(f.message in folded for f in used) else "in_view"
+
+
 def _fact_message(point: DecisionPoint, f: Any) -> Any:
     cands = [m for m in point.flat if session_index_of(m.id) == f.message]
     for m in cands:
@@ -504,6 +522,38 @@ def _queries(text: str) -> list[str]:
             q = " ".join(words[:n])
             if q not in out:
                 out.append(q)
+    return out
+
+
+def _call_queries(point: DecisionPoint, m: Any) -> list[str]:
+    """Queries from the call that produced the fact's message (its command or path).
+
+    A summary that dropped the exact detail still names the step that showed it ("Ran
+    `cat app.env`"), so a search for that step finds the block when the detail's own words
+    cannot: the way to reach a detail no summary quotes."""
+    if m is None or m.content_type == "tool-call" or not m.tool_call_id:
+        return []
+    out: list[str] = []
+    for c in point.flat:
+        if c.content_type == "tool-call" and c.tool_call_id == m.tool_call_id:
+            for text in _call_values(_strings(c)):
+                # file names first (a topic names the files a block worked on), then its words
+                names = [w for w in re.findall(r"[\w.-]+", text) if "." in w.strip(".") and len(w) >= 5]
+                out += [q for q in names + _queries(text) if q not in out]
+    return out
+
+
+def _call_values(texts: list[str]) -> list[str]:
+    """The argument values of a call's strings (a JSON object's keys are no search words)."""
+    import json
+
+    out = []
+    for t in texts:
+        try:
+            obj = json.loads(t)
+        except ValueError:
+            obj = None
+        out += [v for v in obj.values() if isinstance(v, str)] if isinstance(obj, dict) else [t]
     return out
 
 
@@ -539,10 +589,11 @@ def _recovery_call(point: DecisionPoint, cfg: LabelConfig, rng: Any) -> Label | 
     if (ref_visible or visible_blocks) and rng.random() < 0.75:
         target = ref if ref_visible else min(visible_blocks, key=lambda b: b.tier).block_id
         return _decompress_label(point, target, rec, rng, cfg, call_id, f"step {point.step} needs {f.id}, lost from view")
-    for q in _queries(f.text):
+    for q in _queries(f.text) + _call_queries(point, m):
         text, top = search_result(point, q, cfg)
         if top in cover_ids:
-            lead = rng.choice(ph.SEARCH_LEADS).format(what=f.kind.replace("_", " ").rstrip("s"))
+            what = f.kind.replace("_", " ").rstrip("s").removeprefix("exact ")  # "exact {what}": not "exact exact value"
+            lead = rng.choice(ph.SEARCH_LEADS).format(what=what)
             msg = actions.call_message(lead, call_id, "search_context", {"query": q})
             return Label("recovery", msg, f"step {point.step} needs {f.id}; only a block holds it",
                          action={"type": "tool", "name": "search_context", "call_id": call_id,

@@ -92,7 +92,7 @@ def test_every_ecosystem_replays_and_labels_under_the_pocket_bound(family, model
         for w in recipe.replay.windows:
             for smp in replay_session(s, window=w, gate="pocket", host=recipe.replay.host, doctrine=doctrine,
                                       nudge_style=recipe.replay.nudge_style(w, recipe.nudge_style),
-                                      label_config=recipe.replay.label_config(),
+                                      label_config=recipe.replay.label_config(w),
                                       stats=stats):
                 d = smp.to_dict()
                 kinds[d["meta"]["kind"]] += 1
@@ -131,6 +131,20 @@ def test_bad_label_override_is_one_clear_error():
         ReplaySettings(windows=[1344], silent_windows=[1536])
     r = ReplaySettings(windows=[1344, 1536], silent_windows=[1536])
     assert (r.nudge_style(1344, "list_only"), r.nudge_style(1536, "list_only")) == ("list_only", "none")
+    with pytest.raises(ValueError, match="replay.label_windows.1600: unknown field"):
+        ReplaySettings(windows=[1344, 1600], label_windows={1600: {"keep_facts": False}})
+
+
+def test_label_windows_apply_on_top_of_label_for_their_window_only():
+    from data_gen.recipe import ReplaySettings
+
+    r = ReplaySettings(windows=[1344, 1600], silent_windows=[1600], label={"min_piece_tokens": 96},
+                       label_windows={1600: {"keep_session_facts": False}})
+    rec, other = r.label_config(1600), r.label_config(1344)
+    assert rec.keep_session_facts is False and other.keep_session_facts and r.label_config().keep_session_facts
+    assert rec.min_piece_tokens == other.min_piece_tokens == 96
+    # a command line that drops the window leaves its entry unused
+    assert ReplaySettings(windows=[1344], label_windows={1600: {"keep_session_facts": False}}).label_config(1344) is None
 
 
 def test_a_small_build_keeps_the_bound_and_silences_its_silent_window(tmp_path):

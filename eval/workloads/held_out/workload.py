@@ -55,7 +55,10 @@ KINDS = ("compress", "refuse", "recover", "ordinary")
 KIND_OF_LABEL = {"nudged_compress": "compress", "spontaneous_compress": "compress", "tier2": "compress",
                  "tier3": "compress", "emergency": "compress", "compress": "compress",
                  "refusal": "refuse", "refuse": "refuse", "recovery": "recover", "recover": "recover",
-                 "ordinary": "ordinary"}
+                 "ordinary": "ordinary", "counter_recovery": "ordinary"}
+# The pick kind of a counter-lesson (data_gen meta.counter_recovery): an ordinary decision
+# where the step's detail is still in view, so a recovery call there is a false recovery.
+COUNTER_RECOVERY = "counter_recovery"
 KERNEL_TOOL_NAMES = {"compress", "decompress", "search_context", "acp_status"}
 _TAG_REF = re.compile(r">(m\d{5})</acp>")
 
@@ -170,6 +173,11 @@ def select_rows(rows: list[dict[str, Any]], *, kinds: list[str] | None = None, p
     decision."""
     wanted = set(kinds) if kinds else None
     sizes = {int(w) for w in windows} if windows else None
+    if wanted is not None and COUNTER_RECOVERY in wanted:
+        # counter-lessons (ordinary rows whose detail is still in view) are asked as a kind of
+        # their own, so a recovery eval holds both sides; ``ordinary`` then means the others
+        rows = [dict(r, meta={**r["meta"], "kind": COUNTER_RECOVERY}) if r["meta"].get("counter_recovery")
+                and r["meta"].get("kind") == "ordinary" else r for r in rows]
     pool = [(i, r) for i, r in enumerate(rows) if (wanted is None or str(r["meta"].get("kind")) in wanted)
             and (sizes is None or r["meta"].get("window") in sizes)]
     if per_session is not None:
@@ -413,7 +421,7 @@ def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dic
                                            and n_passed == n_ranges == len(ranges))
             graded_compress(out, reply, target, context, pred, valid, rebuilt=rebuilt, view_refs=view_refs,
                             nudge_present=nudge_present)
-        return _recovery_scores(out, reply, rebuilt, label_kind, pred)
+        return _recovery_scores(out, reply, rebuilt, label_kind, pred, target, nudge_present)
     if pred == "compress":
         text = "\n".join(m.get("content") or "" for m in context) + json.dumps(context)
         visible = set(re.findall(r"\b[mb]\d+\b", text))
@@ -444,7 +452,7 @@ def score_reply(reply: dict[str, Any], target: dict[str, Any], context: list[dic
                                        and out.get("conformance_passed") and len(passed) == len(ranges))
         graded_compress(out, reply, target, context, pred, valid, rebuilt=rebuilt, view_refs=view_refs,
                         nudge_present=nudge_present)
-    return _recovery_scores(out, reply, rebuilt, label_kind, pred)
+    return _recovery_scores(out, reply, rebuilt, label_kind, pred, target, nudge_present)
 
 
 def _visible_ids(context: list[dict[str, Any]]) -> set[str]:
@@ -510,9 +518,17 @@ def graded_compress(out: dict[str, Any], reply: dict[str, Any], target: dict[str
 
 
 def _recovery_scores(out: dict[str, Any], reply: dict[str, Any], rebuilt: Any, label_kind: str,
-                     pred: str) -> dict[str, Any]:
-    """A recovery reply run on the rebuilt state: ``recover_success`` on recovery-labelled
-    rows (a plain reply or a compress there is 0), ``recover_errors`` for failed calls."""
+                     pred: str, target: dict[str, Any] | None = None, nudge_present: bool = False) -> dict[str, Any]:
+    """The recovery reflex. ``recover_chosen``: on a decision labelled with a recovery call, the
+    reply makes one (the turn after a restore, labelled with an answer, is not asked it);
+    ``false_recovery``: on an ordinary decision (counter-lessons included), the reply makes a
+    recovery call nobody needed. A recovery reply run on the rebuilt state gives
+    ``recover_success`` on recovery-labelled rows (a plain reply or a compress there is 0)
+    and ``recover_errors`` for failed calls."""
+    if label_kind == "recover" and target is not None and reply_form(target, nudge_present) == "recover":
+        out["recover_chosen"] = pred == "recover"
+    if label_kind == "ordinary":
+        out["false_recovery"] = pred == "recover"
     if rebuilt is None or (label_kind != "recover" and pred != "recover"):
         return out
     if pred == "recover":
@@ -671,4 +687,5 @@ def run_row(row: dict[str, Any], arm: str, ctx: RunContext, score_first_tokens: 
         metrics.update(score_decision(ctx.backend, req, dec.target, dec.task_tools, score_first_tokens))
     return {"workload": "held_out", "rerender": dec.notes, "calls": [rec], "metrics": metrics,
             "serving_profile": dec.profile.record(),
-            "meta": {k: meta.get(k) for k in ("session_id", "step", "kind", "source", "family", "prompt_mode")}}
+            "meta": {k: meta.get(k) for k in ("session_id", "step", "kind", "source", "family", "prompt_mode",
+                                              "counter_recovery")}}
