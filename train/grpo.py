@@ -27,7 +27,7 @@ from typing import Any
 from plumbing.runs import RunDir, atomic_write_json, write_manifest
 
 from .recipe import TrainRecipe
-from .sft import check_finite, latest_checkpoint, resolve_bf16
+from .sft import check_finite, latest_checkpoint, resolve_bf16, trainer_arguments
 
 __all__ = ["GrpoError", "build_prompts", "reward_funcs", "run_grpo"]
 
@@ -110,33 +110,13 @@ def _load_policy(recipe: TrainRecipe, resolved: Any) -> Any:
 
 
 def _config(recipe: TrainRecipe, ckpt_dir: Path, weights: list[float], bf16: bool) -> Any:
-    import torch
     from trl import GRPOConfig
 
-    t, g = recipe.trainer, recipe.grpo
+    g = recipe.grpo
     return GRPOConfig(
         output_dir=str(ckpt_dir),
-        learning_rate=t.learning_rate,
-        lr_scheduler_type=t.lr_scheduler_type,
-        warmup_steps=t.warmup_ratio,
-        weight_decay=t.weight_decay,
-        max_grad_norm=t.max_grad_norm,
-        per_device_train_batch_size=t.per_device_train_batch_size,
-        gradient_accumulation_steps=t.gradient_accumulation_steps,
-        max_steps=t.max_steps,
-        num_train_epochs=t.num_train_epochs,
-        logging_steps=t.logging_steps,
-        save_strategy="steps",
-        save_steps=t.save_steps,
-        save_total_limit=t.save_total_limit,
-        save_only_model=False,  # resume needs optimizer, scheduler and RNG state
-        seed=t.seed,
-        data_seed=t.seed,
-        report_to=t.report_to,
-        bf16=bf16,
+        **trainer_arguments(recipe, bf16),
         gradient_checkpointing=recipe.model.gradient_checkpointing,
-        use_cpu=not torch.cuda.is_available(),
-        logging_nan_inf_filter=False,
         remove_unused_columns=False,  # row_json goes to the reward functions
         num_generations=g.num_generations,
         max_completion_length=g.max_completion_length,
@@ -147,7 +127,6 @@ def _config(recipe: TrainRecipe, ckpt_dir: Path, weights: list[float], bf16: boo
         vllm_mode="colocate",
         vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization,
         log_completions=False,
-        disable_tqdm=False,
     )
 
 

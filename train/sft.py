@@ -303,11 +303,41 @@ def build_model(recipe: TrainRecipe, resolved: Any) -> tuple[Any, Any]:
     return model, peft_config
 
 
+def trainer_arguments(recipe: TrainRecipe, bf16: bool) -> dict[str, Any]:
+    """The trainer settings every training stage of a recipe shares (SFT here, GRPO in
+    train/grpo.py): optimiser, schedule, steps, checkpoints, seeds, precision, logging."""
+    import torch
+
+    t = recipe.trainer
+    return {
+        "learning_rate": t.learning_rate,
+        "lr_scheduler_type": t.lr_scheduler_type,
+        "warmup_steps": t.warmup_ratio,  # transformers 5: a float < 1 is a ratio of the total steps
+        "weight_decay": t.weight_decay,
+        "max_grad_norm": t.max_grad_norm,
+        "logging_nan_inf_filter": False,  # a NaN or inf loss is logged as it is (check_finite fails the run)
+        "per_device_train_batch_size": t.per_device_train_batch_size,
+        "gradient_accumulation_steps": t.gradient_accumulation_steps,
+        "max_steps": t.max_steps,
+        "num_train_epochs": t.num_train_epochs,
+        "logging_steps": t.logging_steps,
+        "save_strategy": "steps",
+        "save_steps": t.save_steps,
+        "save_total_limit": t.save_total_limit,
+        "save_only_model": False,  # resume needs optimizer, scheduler and RNG state
+        "seed": t.seed,
+        "data_seed": t.seed,
+        "report_to": t.report_to,
+        "bf16": bf16,
+        "use_cpu": not torch.cuda.is_available(),
+        "disable_tqdm": False,
+    }
+
+
 def build_trainer(recipe: TrainRecipe, model: Any, peft_config: Any, tokenizer: Any, data: Curriculum,
                   ckpt_dir: Path, callbacks: list | None, log=print) -> tuple[Any, bool]:
     """The project's SFT trainer over ``data`` (its collator guarded against batches with no
     target token) and whether it runs in bf16."""
-    import torch
     from trl import SFTConfig
 
     from .fsdp import fsdp_activation_checkpointing
@@ -328,35 +358,15 @@ def build_trainer(recipe: TrainRecipe, model: Any, peft_config: Any, tokenizer: 
         dataset_kwargs={"skip_prepare_dataset": True} if shared else None,
         packing=recipe.data.packing,
         padding_free=recipe.data.padding_free,
-        learning_rate=t.learning_rate,
-        lr_scheduler_type=t.lr_scheduler_type,
-        warmup_steps=t.warmup_ratio,  # transformers 5: a float < 1 is a ratio of the total steps
-        weight_decay=t.weight_decay,
-        max_grad_norm=t.max_grad_norm,
-        logging_nan_inf_filter=False,  # a NaN or inf loss is logged as it is (check_finite fails the run on it)
-        per_device_train_batch_size=t.per_device_train_batch_size,
         per_device_eval_batch_size=t.per_device_eval_batch_size,
-        gradient_accumulation_steps=t.gradient_accumulation_steps,
-        max_steps=t.max_steps,
-        num_train_epochs=t.num_train_epochs,
-        logging_steps=t.logging_steps,
         eval_strategy="steps" if data.eval is not None else "no",
         eval_steps=t.eval_steps,
-        save_strategy="steps",
-        save_steps=t.save_steps,
-        save_total_limit=t.save_total_limit,
-        save_only_model=False,  # resume needs optimizer, scheduler and RNG state
-        seed=t.seed,
-        data_seed=t.seed,
-        report_to=t.report_to,
-        bf16=bf16,
         # Under FSDP with fsdp_activation_checkpointing, FSDP checkpoints the decoder layers (the
         # Trainer refuses both at once).
         gradient_checkpointing=recipe.model.gradient_checkpointing and not fsdp_activation_checkpointing(),
         dataloader_num_workers=t.dataloader_num_workers,
-        use_cpu=not torch.cuda.is_available(),
         ddp_find_unused_parameters=False,
-        disable_tqdm=False,
+        **trainer_arguments(recipe, bf16),
     )
     collator = None
     if shared:
