@@ -144,6 +144,17 @@ BACKEND_SETTINGS: dict[str, type[StrictSettings]] = {
     "hf": HFSettings, "vllm": VLLMSettings, "openai": OpenAISettings, "oracle": ReferenceSettings,
     "never_compress": ReferenceSettings, "first_range": ReferenceSettings,
 }
+REFERENCE_BACKENDS = tuple(k for k, v in BACKEND_SETTINGS.items() if v is ReferenceSettings)
+
+
+def drop_model_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """A reference policy's ``backend.settings``: the keys a model backend takes are dropped
+    (they belong to the backend the recipe was written for, so ``backend.name=oracle`` over a
+    vllm recipe composes); any other key is kept, so the empty ReferenceSettings still refuses
+    it as unknown (a typo fails as it does for every backend)."""
+    model_keys = {k for v in BACKEND_SETTINGS.values() if v is not ReferenceSettings
+                  for k in v.model_fields}
+    return {k: v for k, v in settings.items() if k not in model_keys}
 
 
 # ------------------------------------------------------------------------------ kernel
@@ -214,6 +225,15 @@ class BackendSpec(BaseConfig):
             if problem:
                 raise ValueError(problem)
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reference_takes_no_model_settings(cls, data: Any) -> Any:
+        """A reference policy loads no model: the settings of a model backend are ignored."""
+        if isinstance(data, dict) and data.get("name", "oracle") in REFERENCE_BACKENDS \
+                and isinstance(data.get("settings"), dict):
+            data = {**data, "settings": drop_model_settings(data["settings"])}
+        return data
 
     @model_validator(mode="after")
     def _typed_settings(self) -> BackendSpec:

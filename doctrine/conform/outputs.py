@@ -61,6 +61,10 @@ _SHELL_ERR = re.compile(
 )
 _PREFIX_ERR = re.compile(r"^(?P<line>(?:fatal|error|ERROR|Error|npm ERR!|npm error|panic|FATAL):? .+)$")
 _LOG_LEVEL = re.compile(r"(?:^|[\s\[|])(?P<lvl>ERROR|FATAL|CRITICAL|PANIC|SEVERE|WARN|WARNING)(?:[\]|:]|\s)\s*(?P<msg>.+)$")
+# nginx error log: "2026/12/11 13:27:31 [error] 9765#0: *17694 upstream timed out ...", its
+# levels lower-case in brackets (the upper-case _LOG_LEVEL misses them).
+_NGINX_LOG = re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d \[(?P<lvl>emerg|alert|crit|error|warn)\] "
+                        r"\d+#\d+: (?:\*\d+ )?(?P<msg>.+)$")
 _LOGFMT = re.compile(r'\blevel=(?P<lvl>error|fatal|warn|warning)\b.*?\bmsg=(?:"(?P<q>[^"]+)"|(?P<u>\S+))', re.I)
 # Other toolchains' failure shapes (Go, Rust, JVM, rspec, linters, service managers).
 _GO_FAIL = re.compile(r"^--- FAIL: (?P<name>\S+)")
@@ -339,6 +343,12 @@ def scan_tool_output(text: str, key: str, c: Collector, *, last_counts: list) ->
             msg = norm(m.group("q") or m.group("u"))
             c.add("error_strings", "log_error", truncate(msg, 200), key,
                   S_LOG_WARN if lvl.startswith("WARN") else S_LOG_ERROR, skeleton=_skeleton(msg))
+            continue
+        m = _NGINX_LOG.match(stripped)
+        if m:
+            msg = norm(m.group("msg"))
+            c.add("error_strings", "log_error", truncate(msg, 200), key,
+                  S_LOG_WARN if m.group("lvl") == "warn" else S_LOG_ERROR, skeleton=_skeleton(msg))
             continue
         m = _LOG_LEVEL.search(stripped)
         if m and m.start() < 60:  # the level sits in the line's prefix, not in free text

@@ -333,10 +333,27 @@ def test_a_typo_in_backend_settings_fails_when_the_recipe_loads():
         recipe(**{"backend.name": "openai", "backend.model": "m"})
     with pytest.raises(ConfigError, match="the hf backend needs backend.model"):
         recipe(**{"backend.name": "hf", "arms": ["full"]})
-    with pytest.raises(ConfigError, match="oracle backend: unknown key 'backend.settings.temperature'"):
-        recipe(**{"backend.settings": {"temperature": 0.5}})  # the reference policies take none
+    with pytest.raises(ConfigError, match="oracle backend: unknown key 'backend.settings.temprature'"):
+        recipe(**{"backend.settings": {"temprature": 0.5}})  # the reference policies take none
     ok = recipe(**hf, **{"backend.settings": {"batch_size": 2, "dtype": "float32"}})
     assert ok.backend.settings == {"batch_size": 2, "dtype": "float32"}  # kept as given
+
+
+def test_a_reference_policy_over_a_model_recipe_ignores_the_model_settings():
+    """``backend.name=oracle`` (or never_compress, first_range) over a vllm recipe loads: the
+    vllm settings belong to the model it replaces and are dropped, not passed on; a key no
+    backend takes still fails, and a model backend still checks its own."""
+    from plumbing.recipe_loader import ConfigError
+
+    path = Path(__file__).resolve().parents[2] / "configs/eval/pocket_learn.yaml"
+    assert load_config(path, EvalRecipe).backend.settings["max_lora_rank"] == 16
+    for name in ("oracle", "never_compress", "first_range"):
+        cfg = load_config(path, EvalRecipe, [f"backend.name={name}"])
+        assert cfg.backend.name == name and cfg.backend.settings == {}
+    with pytest.raises(ConfigError, match="first_range backend: unknown key 'backend.settings.max_lora_rnak'"):
+        load_config(path, EvalRecipe, ["backend.name=first_range", "backend.settings.max_lora_rnak=8"])
+    with pytest.raises(ConfigError, match="hf backend: .*unknown key 'backend.settings.max_lora_rank'"):
+        load_config(path, EvalRecipe, ["backend.name=hf"])  # hf takes no vllm keys: still refused
 
 
 def test_backend_settings_are_the_constructor_keywords():

@@ -289,3 +289,21 @@ def test_openhands_style_task_prompt_uses_the_issue_text():
     assert intent[0] == "Quantity.to_compact() fails for offset units"
     assert any("DON'T have to modify the testing logic" in s for s in intent)
     assert not any("uploaded_files" in s for s in intent)
+
+
+def test_an_nginx_error_log_line_is_an_error_string_a_lazy_fold_must_keep():
+    """nginx writes its levels lower-case in brackets after a date: `[error] pid#tid: *cid msg`.
+    Read as nothing, a range holding the root-cause timeout let a one-line fold pass."""
+    out = ("2026/12/11 13:27:31 [error] 9765#0: *17694 upstream timed out (110: Connection timed out)"
+           ' while reading response header from upstream "pattat:44782"\n'
+           "2026/04/23 12:11:01 [warn] 1894#0: an upstream response is buffered to a temporary file\n")
+    src = [{"id": "m00003", "role": "assistant", "content_type": "tool-call",
+            "text": '{"command": "tail -n 3 /var/log/nginx/error.log"}', "tool_call_id": "c1"},
+           {"id": "m00004", "role": "tool", "content_type": "tool-result", "text": out, "tool_call_id": "c1"}]
+    errs = [i.text for i in extract_keep_items(src)["error_strings"]]
+    assert errs[0].startswith("upstream timed out (110: Connection timed out)") and len(errs) == 2
+    assert not check_summary(src, "Earlier work in m00003-m00004, folded without reading it.").passed
+    kept = ('Ran `tail -n 3 /var/log/nginx/error.log` (m00004): `upstream timed out (110: Connection timed'
+            ' out) while reading response header from upstream "pattat:44782"`; a warn that an upstream'
+            " response is buffered to a temporary file. Refs: m00003-m00004")
+    assert check_summary(src, kept).passed
