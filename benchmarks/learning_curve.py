@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # are over those decisions: they show where learning stops when compress_success stays 0.
 GRADED_METRICS = ("compress_chosen", "compress_parsed", "compress_accepted", "ranges_visible", "summary_score",
                   "exact_values_kept")
-# The recovery reflex (issue 43), beside the fold metrics so a gain in one that costs the other
+# The recovery reflex, beside the fold metrics so a gain in one that costs the other
 # shows: recover_chosen / recover_success over recovery-labelled decisions, false_recovery over
 # ordinary ones (counter-lessons included); absent (no cases) where the questions ask none.
 RECOVERY_METRICS = ("recover_chosen", "recover_success", "false_recovery")

@@ -28,6 +28,7 @@ COMMANDS: dict[str, Command] = {
     "run": Command("pipeline.runner:add_run", "run a pipeline recipe stage by stage, resuming where it stopped"),
     "data": Command("data_gen.cli_build:add_build", "stage data: build an SFT curriculum from a configs/data recipe"),
     "train": Command("train.__main__:add_run", "stage train: train a LoRA adapter from a configs/train recipe"),
+    "grpo": Command("rl.__main__:add_run", "stage train, after SFT: GRPO with the evaluator's scores as reward"),
     "export": Command("train.__main__:add_export", "stage adapter: write runs/<name>/adapter for vLLM serving"),
     "eval": Command("eval.cli:register_run", "stage eval: run (or resume) an eval recipe into --out"),
     "report": Command("eval.cli:register_report", "stage report: Markdown, HTML and JSON of an eval folder"),

@@ -1,7 +1,6 @@
 """``python -m train``: LoRA SFT runs, adapter export and model tools (also ``dtw train``, ``dtw export``...).
 
     python -m train configs/train/demo.yaml --out runs/demo [KEY=VALUE ...] [--resume]   (= python -m train run ...)
-    python -m train configs/train/grpo_pocket.yaml --out runs/pocket_grpo   (a recipe with grpo: runs GRPO)
     accelerate launch --config_file configs/accelerate/cpu.yaml -m train configs/train/demo.yaml --out runs/demo
     python -m train export runs/demo [--merge]
     python -m train model-info embedded:smollm2-135m-instruct
@@ -127,6 +126,27 @@ def add_run(p: argparse.ArgumentParser) -> None:
                    help="retrain from step 0 even if a complete training exists (needed when the recipe or data changed)")
 
 
+def claim_train_folder(out: str) -> bool:
+    """Claim ``<out>/train`` for a training stage (SFT here, GRPO in rl/): a new folder or one
+    training wrote, and no linked checkpoints/final folder. False after printing why not.
+
+    Under accelerate launch only the first process claims it: a second one checking at the same
+    time sees the first one's marker half-written (its temp file, no marker yet) and refuses the
+    folder. The others write nothing there before it has."""
+    import os
+
+    from plumbing.runs import RunFolderError, claim_run_folder, stage_dir
+
+    try:
+        if os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("RANK", "0") == "0":
+            claim_run_folder(stage_dir(out, "train"), "train", writes=("checkpoints", "final"),
+                             legacy=("checkpoints", "final"))
+    except RunFolderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def _cmd_train(args: argparse.Namespace, recipe) -> int:
     if not args.out:
         print("error: --out runs/<name> is required", file=sys.stderr)
@@ -134,34 +154,17 @@ def _cmd_train(args: argparse.Namespace, recipe) -> int:
     if args.force and args.resume:
         print("error: --force starts afresh and --resume continues; give one of them", file=sys.stderr)
         return 2
-    import os
-
-    from plumbing.runs import RunFolderError, claim_run_folder, stage_dir
-
+    if recipe.grpo is not None:  # GRPO scores with the evaluator, a layer above train: rl/
+        print(f"error: {args.recipe} has a grpo: section, a GRPO stage after SFT; run it with "
+              f"`dtw grpo {args.recipe} --out {args.out}` (python -m rl)", file=sys.stderr)
+        return 2
     from .data import DataError
     from .sft import NonFiniteTraining, TrainingChanged, run_training
 
-    try:  # <out>/train: a new folder or one training wrote, and no linked checkpoints/final folder
-        # Under accelerate launch only the first process claims it: a second one checking at
-        # the same time sees the first one's marker half-written (its temp file, no marker
-        # yet) and refuses the folder. The others write nothing there before it has.
-        if os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("RANK", "0") == "0":
-            claim_run_folder(stage_dir(args.out, "train"), "train", writes=("checkpoints", "final"),
-                             legacy=("checkpoints", "final"))
-    except RunFolderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    if not claim_train_folder(args.out):
         return 2
     try:
-        if recipe.grpo is not None:  # a GRPO stage after SFT (train/grpo.py)
-            from .grpo import GrpoError, run_grpo
-
-            try:
-                run_grpo(recipe, args.out, resume=args.resume)
-            except GrpoError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 2
-        else:
-            run_training(recipe, args.out, resume=args.resume, force=args.force)
+        run_training(recipe, args.out, resume=args.resume, force=args.force)
     except (DataError, TrainingChanged) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,8 +1,8 @@
 """The ``grpo:`` section of a ``configs/train/*.yaml`` recipe: a GRPO stage after SFT.
 
-A recipe with this section is run by ``train/grpo.py`` instead of SFT; its model, lora, data,
+A recipe with this section is run by ``rl/grpo.py`` (``dtw grpo``), not by SFT; its model, lora, data,
 trainer and export sections mean what they mean for SFT (``lora`` is unused: the adapter is
-the SFT one, ``init_adapter``). The reward terms are ``train/rewards.py``'s.
+the SFT one, ``init_adapter``). The reward terms are ``rl/rewards.py``'s.
 """
 
 from __future__ import annotations

@@ -164,7 +164,7 @@ class TrainRecipe(BaseConfig):
                                     "checkpoints and loss terms")
     # Export
     export: ExportSection = Field(default_factory=ExportSection, description="what dtw export writes for serving")
-    # GRPO: present, the recipe is a GRPO stage after SFT (train/grpo.py), not an SFT run
+    # GRPO: present, the recipe is a GRPO stage after SFT (rl/grpo.py, `dtw grpo`), not an SFT run
     grpo: GrpoSection | None = Field(None, description="a GRPO stage after SFT (train/grpo_recipe.py); "
                                      "absent: an SFT run")
 

@@ -305,7 +305,7 @@ def build_model(recipe: TrainRecipe, resolved: Any) -> tuple[Any, Any]:
 
 def trainer_arguments(recipe: TrainRecipe, bf16: bool) -> dict[str, Any]:
     """The trainer settings every training stage of a recipe shares (SFT here, GRPO in
-    train/grpo.py): optimiser, schedule, steps, checkpoints, seeds, precision, logging."""
+    rl/grpo.py): optimiser, schedule, steps, checkpoints, seeds, precision, logging."""
     import torch
 
     t = recipe.trainer

@@ -1,4 +1,4 @@
-"""Issue 37: trajectories in toolchains no project generator writes, replayed under the
+"""Trajectories in toolchains no project generator writes, replayed under the
 pocket profile, give checked labels at (almost) every point the labeler attempts.
 
 The fixtures are tests/data_gen/fixtures/ecosystems/trajectories.jsonl (make_fixtures.py);
@@ -46,6 +46,6 @@ def test_the_fixtures_cover_twelve_toolchains(sessions):
 def test_labels_are_rarely_skipped_and_never_refused_by_the_kernel(replayed):
     stats, kinds = replayed
     assert stats.skipped["kernel_rejected"] == 0, stats.details
-    # Before issue 37: 38 summary_failed and 1 kernel_rejected of 157 points.
+    # Before the toolchain-shape work: 38 summary_failed and 1 kernel_rejected of 157 points.
     assert stats.skipped["summary_failed"] <= 0.05 * stats.points, stats.to_dict()
     assert kinds["tier2"] >= 2 and kinds["emergency"] + kinds["nudged_compress"] >= 20, kinds

@@ -1,4 +1,4 @@
-"""Issue 37: facts drawn from tool output itself (errors, versions, settings), not only paths."""
+"""Facts drawn from tool output itself (errors, versions, settings), not only paths."""
 
 from __future__ import annotations
 

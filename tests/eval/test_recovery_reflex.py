@@ -1,4 +1,4 @@
-"""The recovery reflex (issue 43) on rows a silent pocket-profile replay makes: a window
+"""The recovery reflex on rows a silent pocket-profile replay makes: a window
 whose summaries keep only the facts needed soon, so a later step needs a folded detail."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The first line of every recipe under configs/ is the command that runs it, spelled ``dtw ...``
-(or ``accelerate launch ... -m train ...`` where a multi-process launch is meant), and that
+(or ``accelerate launch ... -m train|rl ...`` where a multi-process launch is meant), and that
 command parses: run in-process with ``--print-config`` (the recipe it names loads) or, for a
 command that reads no recipe (``dtw report``), with ``--help``."""
 
@@ -36,8 +36,8 @@ def as_dtw(argv: list[str], recipe: str) -> list[str]:
     assert config.startswith("configs/accelerate/"), config
     load_recipe(ROOT / config)
     module = argv.index("-m")
-    assert argv[module + 1] == "train", f"{recipe}: accelerate launches `-m train` only"
-    return ["train", *argv[module + 2:]]
+    assert argv[module + 1] in ("train", "rl"), f"{recipe}: accelerate launches `-m train` or `-m rl` only"
+    return [{"train": "train", "rl": "grpo"}[argv[module + 1]], *argv[module + 2:]]
 
 
 def _exit_code(argv: list[str]) -> int:

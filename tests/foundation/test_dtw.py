@@ -14,7 +14,7 @@ from plumbing.subcommands import Command, import_target
 STAGE_COMMANDS = {"data": "data", "train": "train", "adapter": "export", "eval": "eval", "report": "report"}
 TOOLS = ["run", "doctrine", "kernel", "inspect", "audit", "synthetic", "validate-trajectories", "probes",
          "fixtures", "policy-table", "model-info", "tiny-model", "plan", "vllm-check"]
-PACKAGE_CLIS = ["data_gen.__main__", "train.__main__", "eval.__main__", "doctrine.cli", "doctrine.kernel.__main__",
+PACKAGE_CLIS = ["data_gen.__main__", "train.__main__", "rl.__main__", "eval.__main__", "doctrine.cli", "doctrine.kernel.__main__",
                 "pipeline.__main__"]
 
 

@@ -22,7 +22,8 @@ ALLOWED: dict[str, set[str]] = {
     "data_gen": {"plumbing", "doctrine"},
     "train": {"plumbing", "doctrine"},
     "eval": {"plumbing", "doctrine", "data_gen"},
-    "pipeline": {"plumbing", "doctrine", "data_gen", "train", "eval"},
+    "rl": {"plumbing", "doctrine", "data_gen", "train", "eval"},  # rewards are the evaluator's scores
+    "pipeline": {"plumbing", "doctrine", "data_gen", "train", "eval", "rl"},
 }
 PACKAGES = set(ALLOWED)
 

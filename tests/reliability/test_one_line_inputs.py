@@ -1,5 +1,5 @@
 """Expected failures of a stage are one line with a reason, and leave nothing half-written
-(medium severity; each was a traceback on the main branch of issue 40): a full disk in data,
+(medium severity; each was a traceback before this round): a full disk in data,
 eval and report; shards that are not the curriculum's in ``dtw train`` and ``dtw audit``
 (another table, a file cut short, shards of two builds, tool-call arguments nested past the
 recursion limit); ``dtw rescore`` of a recipe whose paths are relative to its folder."""

@@ -1,5 +1,5 @@
 """What a user types into a pipeline run is checked before anything is written (medium and
-high severity; each failed so on the main branch of issue 40): ``run_name=../escaped`` wrote
+high severity; each failed so before this round): ``run_name=../escaped`` wrote
 outside ``runs/``, ``a/b/c`` nested folders and a NUL byte was a traceback; ``--force
 doctrin`` (a typo) or forcing a stage the recipe does not run was silently ignored; a
 corrupt ``runs/<name>/timings.json`` crashed every run after its first stage."""

@@ -1,5 +1,5 @@
 """A teacher reply the checks did not foresee is one rejected point, counted by its reason
-(medium severity; failed so on the main branch of issue 40): a tool call holding a
+(medium severity; failed so before this round): a tool call holding a
 5,000-digit number raised AttributeError in ``parse_assistant_text``, the rest of that
 session was dropped as ``replay_error`` and the build said "rejected: none"."""
 

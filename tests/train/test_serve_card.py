@@ -29,7 +29,7 @@ ENTRY = ["python", "-m", "vllm.entrypoints.openai.api_server"]
 
 
 def _flags(command: str) -> tuple[list[str], dict[str, str | None]]:
-    argv = shlex.split(command)
+    argv = shlex.split(command.replace("\\\n", " "))  # a shell joins backslash-newline lines
     flags: dict[str, str | None] = {}
     i = 3
     while i < len(argv):

@@ -52,8 +52,8 @@ def test_traceback_final_exception_and_project_frames_rank_first():
     assert "/repo/app/jobs.py:57" in paths
     # Library and stdlib frames are not worth keeping.
     assert not any("site-packages" in p or "runpy" in p for p in paths)
-    # The code line under a frame is the frame's context, not a signature to keep (issue 37:
-    # the labeler never writes it, and the frame's path:line already anchors it).
+    # The code line under a frame is the frame's context, not a signature to keep
+    # (the labeler never writes it, and the frame's path:line already anchors it).
     assert 'count = int(row["count"])' not in texts(items, "signatures")
 
 

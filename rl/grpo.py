@@ -1,10 +1,10 @@
-"""GRPO after SFT: ``python -m train configs/train/grpo_pocket.yaml --out runs/<name> [--resume]``.
+"""GRPO after SFT: ``python -m rl configs/train/grpo_pocket.yaml --out runs/<name> [--resume]``.
 
 A recipe with a ``grpo:`` section (train/grpo_recipe.py) runs here instead of SFT. The policy
 starts from the SFT adapter (``grpo.init_adapter``, loaded trainable); the prompts are the
 curriculum's decision points (a row's messages less its label, rendered through the run's chat
 template) and every row rides along as a JSON column, so the reward terms
-(train/rewards.py) score each completion against the row it answers. TRL's GRPOTrainer logs
+(rl/rewards.py) score each completion against the row it answers. TRL's GRPOTrainer logs
 each term by name per step (``rewards/<term>/mean``) and the weighted sum as ``reward``.
 
 The reference policy of the KL term (``grpo.beta``) is the SFT adapter itself: given a
@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from plumbing.runs import RunDir, atomic_write_json, write_manifest
-
-from .recipe import TrainRecipe
-from .sft import check_finite, latest_checkpoint, resolve_bf16, trainer_arguments
+from train.recipe import TrainRecipe
+from train.sft import check_finite, latest_checkpoint, resolve_bf16, trainer_arguments
 
 __all__ = ["GrpoError", "build_prompts", "reward_funcs", "run_grpo"]
 
@@ -140,8 +139,7 @@ def run_grpo(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, log=
 
     from plumbing.chat_templates import choose_template
     from plumbing.models import load_tokenizer, resolve_model
-
-    from .data import check_data_dir
+    from train.data import check_data_dir
 
     state = PartialState(cpu=not torch.cuda.is_available())
     run = RunDir.create(out)

@@ -1,4 +1,4 @@
-"""The GRPO reward terms (train/rewards.py) on hand-made replies to real kernel rows (the
+"""The GRPO reward terms (rl/rewards.py) on hand-made replies to real kernel rows (the
 held-out smoke rows: replayed by data_gen, each rebuilds to the kernel turn it shows)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from eval.workloads.held_out.workload import load_rows, rebuild_row
 from plumbing.tool_format import format_assistant_text
-from train import rewards as R
+from rl import rewards as R
 
 FIXTURE = Path(__file__).resolve().parents[2] / "configs" / "eval" / "fixtures" / "held_out"
 

@@ -53,8 +53,8 @@ def test_grpo_killed_resumes_logs_every_term_keeps_the_sft_reference_and_exports
         project_root, sft_data_dir, sft_adapter, tmp_path):
     from transformers import TrainerCallback
 
+    from rl.grpo import run_grpo
     from train.export import export_adapter
-    from train.grpo import run_grpo
 
     class DieAfterCheckpoint(TrainerCallback):
         def on_save(self, args, state, control, **kw):
@@ -92,7 +92,7 @@ def test_grpo_killed_resumes_logs_every_term_keeps_the_sft_reference_and_exports
 
 
 def test_a_missing_init_adapter_is_a_one_line_error(project_root, sft_data_dir, tmp_path, capsys):
-    from train.__main__ import main
+    from rl.__main__ import main
 
     rc = main([str(project_root / "configs/train/grpo_pocket.yaml"), "--out", str(tmp_path / "run"),
                "model.spec=tiny:smollm2-135m-instruct", f"data.dir={sft_data_dir}",
@@ -100,3 +100,16 @@ def test_a_missing_init_adapter_is_a_one_line_error(project_root, sft_data_dir, 
     assert rc == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: grpo.init_adapter") and "no adapter_config.json" in err and "\n" not in err
+
+
+def test_dtw_train_refuses_a_grpo_recipe_and_dtw_grpo_an_sft_one(project_root, sft_data_dir, tmp_path, capsys):
+    from pipeline.dtw import main
+
+    grpo_recipe = str(project_root / "configs/train/grpo_pocket.yaml")
+    assert main(["train", grpo_recipe, "--out", str(tmp_path / "a"), f"data.dir={sft_data_dir}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "dtw grpo " in err and "\n" not in err
+    assert not (tmp_path / "a").exists()  # refused before anything is written
+    sft_recipe = str(project_root / "configs/train/demo.yaml")
+    assert main(["grpo", sft_recipe, "--out", str(tmp_path / "b")]) == 2
+    assert "no grpo: section" in capsys.readouterr().err

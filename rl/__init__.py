@@ -1,0 +1,1 @@
+"""rl: training after SFT with the project's own evaluator as reward (GRPO)."""
