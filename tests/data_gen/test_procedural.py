@@ -28,8 +28,8 @@ def _commands(s) -> list[str]:
 
 
 def _task_index(s) -> int:
-    """Index of the task message (the last user turn before the wrap-up)."""
-    return [i for i, m in enumerate(s.messages) if m["role"] == "user"][-2]
+    """Index of the task message (the user turn after the earlier request's history)."""
+    return [i for i, m in enumerate(s.messages) if m["role"] == "user"][1 if s.meta["history_steps"] else 0]
 
 
 def test_library_spans_eight_ecosystems_and_thirty_kinds():
