@@ -162,7 +162,7 @@ def test_a_small_build_keeps_the_bound_and_silences_its_silent_window(tmp_path):
     out = build_curriculum(recipe, tmp_path / "data", log=lambda *a: None, progress=False)
     manifest = json.loads((out / "manifest.json").read_text())
     styles = {p["window"]: p["nudge_style"] for p in manifest["serving_profiles"]}
-    assert styles == {1344: "list_only", 1536: "none"}
+    assert styles == {1344: "list_only", 1536: "none", 1600: "none"}  # 1600: the recovery window
     rows = read_rows(out)
     assert {r["meta"]["split"] for r in rows if r["meta"]["family"] == "proc_sql"} == {"heldout"}
     silent = [r for r in rows if r["meta"]["window"] == 1536]
