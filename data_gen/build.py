@@ -44,7 +44,7 @@ from .curriculum import (
 from .memorisation import audit_lines, memorisation_audit
 from .recipe import DataRecipe
 
-__all__ = ["build_curriculum", "collect_sessions", "data_fingerprint", "sample_tokens"]
+__all__ = ["build_curriculum", "collect_sessions", "data_fingerprint", "replay_rows", "sample_tokens"]
 
 LICENSES = {"synthetic": "project-generated (MIT)", "swe_rebench": "CC-BY-4.0 (nebius/SWE-rebench-openhands-trajectories)",
             "logged": "the operator's own kernel logs", "teacher": "outputs of the configured teacher model",
@@ -131,24 +131,34 @@ def data_fingerprint(recipe: DataRecipe, doctrine) -> dict[str, Any]:
 
 
 
-def _replay(session: Session, recipe: DataRecipe, doctrine, window: int, gate: str, rejects: Counter,
-            run_dir: Path, labeler=None):
+def replay_rows(session: Session, recipe: DataRecipe, doctrine, window: int, gate: str, rejects: Counter,
+            run_dir: Path, labeler=None, rw=None):
+    """The rows of one replay; ``rw`` (a RecoveryWindow): only its kept kinds, tagged
+    ``meta.recovery_window``, its skips counted apart (``recovery_window:skipped:...``)."""
     from .replay import ReplayStats, replay_session
 
     stats = ReplayStats()
+    r = recipe.replay
+    style = r.nudge_style(window, recipe.nudge_style) if rw is None else ("none" if rw.silent else recipe.nudge_style)
     try:
-        for sample in replay_session(session, window=window, gate=gate, host=recipe.replay.host,
+        for sample in replay_session(session, window=window, gate=gate, host=r.host,
                                      prompt_mode=recipe.prompt_mode,
-                                     doctrine=doctrine, horizon=recipe.replay.horizon, seed=recipe.replay.seed,
-                                     stats=stats, run_dir=str(run_dir), labeler=labeler,
-                                     nudge_style=recipe.replay.nudge_style(window, recipe.nudge_style),
-                                     usage_counter=recipe.replay.usage_counter,
-                                     label_config=recipe.replay.label_config(window)):
-            yield sample.to_dict()
+                                     doctrine=doctrine, horizon=r.horizon if rw is None else rw.horizon, seed=r.seed,
+                                     stats=stats, run_dir=str(run_dir), labeler=labeler, nudge_style=style,
+                                     usage_counter=r.usage_counter,
+                                     kernel_overrides=None if rw is None else rw.kernel_overrides(),
+                                     label_config=r.label_config(window) if rw is None else r.recovery_label_config(rw)):
+            row = sample.to_dict()
+            if rw is not None:
+                if not rw.keeps(row["meta"]):
+                    continue
+                row["meta"]["recovery_window"] = True
+            yield row
     except Exception as exc:  # one bad session never stops a long build
         rejects[f"replay_error:{type(exc).__name__}"] += 1
+    prefix = "skipped" if rw is None else "recovery_window:skipped"
     for reason, n in stats.skipped.items():
-        rejects[f"skipped:{reason}"] += n
+        rejects[f"{prefix}:{reason}"] += n
 
 
 class EmptyCurriculum(ValueError):
@@ -208,7 +218,9 @@ def build_curriculum(recipe: DataRecipe, out: str | Path, *, log=print, progress
     doctrine = resolve_doctrine(recipe.doctrine_version)
     rejects: Counter = Counter()
     sessions = list(collect_sessions(recipe, rejects))
-    jobs = [(s, w, g) for s in sessions for w in recipe.replay.windows for g in recipe.replay.gates]
+    jobs = [(s, w, g, None) for s in sessions for w in recipe.replay.windows for g in recipe.replay.gates]
+    jobs += [(s, rw.window, g, rw) for s in sessions for rw in recipe.replay.recovery_windows
+             for g in recipe.replay.gates]
     # Where a replayed decompress-to-file writes: a fresh private folder per build (nothing
     # shared or symlinked in $TMPDIR is followed). Rows name it by a fixed virtual root
     # (data_gen.replay.VIRTUAL_RUN_DIR), so the dataset does not depend on TMPDIR.
@@ -228,6 +240,10 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
                                 nudge_style=recipe.replay.nudge_style(w, recipe.nudge_style),
                                 usage_counter=recipe.replay.usage_counter)
                 for w in recipe.replay.windows for g in recipe.replay.gates]
+    profiles += [resolve_profile(rw.window, g, recipe.replay.host, prompt_mode=recipe.prompt_mode,
+                                 nudge_style="none" if rw.silent else recipe.nudge_style,
+                                 usage_counter=recipe.replay.usage_counter, kernel_overrides=rw.kernel_overrides())
+                 for rw in recipe.replay.recovery_windows for g in recipe.replay.gates]
     samples: list[dict] = []
     sessions_by_split: Counter = Counter()
     sources: Counter = Counter()
@@ -238,20 +254,21 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
         teacher = make_teacher_labeler(recipe.sources.teacher, rejects, tuple(recipe.secret_envs))
     model_len = _model_length(recipe.length_model) if recipe.max_model_tokens else None
     bar = _progress(progress, len(jobs))
-    for session, window, gate in jobs:
+    for session, window, gate, rw in jobs:
         split = assign_split(session.session_id, session.family, recipe.split)
-        for sample in _replay(session, recipe, doctrine, window, gate, rejects, scratch, labeler=teacher):
+        for sample in replay_rows(session, recipe, doctrine, window, gate, rejects, scratch, labeler=teacher, rw=rw):
+            tag = "" if rw is None else f"recovery_window:{sample['meta']['kind']}:"
             if sample_tokens(sample) > recipe.max_tokens:
-                rejects["too_long"] += 1
+                rejects[tag + "too_long"] += 1
                 continue
             if model_len is not None and model_len(sample) > recipe.max_model_tokens:
-                rejects["too_long_model"] += 1  # dropped whole: no sample is ever truncated
+                rejects[tag + "too_long_model"] += 1  # dropped whole: no sample is ever truncated
                 continue
             sample["meta"].setdefault("family", session.family)
             sample["meta"].setdefault("license", session.license)
             sample["meta"]["split"] = split
             samples.append(sample)
-        bar(f"{session.family} {window} {gate}")
+        bar(f"{session.family} {window} {gate}{' recovery' if rw else ''}")
     for s in sessions:
         sessions_by_split[assign_split(s.session_id, s.family, recipe.split)] += 1
         sources[s.source] += 1

@@ -132,6 +132,46 @@ class Sources(BaseConfig):
         None, description="sessions whose tool outputs are real read-only commands over source trees (null: none)")
 
 
+class RecoveryWindow(BaseConfig):
+    """A small window replayed only for its recovery lessons and their counter-lessons.
+
+    A pocket window's urgent nudges fold first and its summaries keep the session's facts, so
+    a detail is rarely lost from view; a silent window whose summaries keep only what is
+    needed soon loses some, but nothing bounds its context, so most of its rows are over the
+    pocket token bound. Replayed here, the window's folds shape the history (fold labels are
+    not kept) and only the rows of ``keep`` are, so the recovery rows that fit join the build.
+    """
+
+    window: int = Field(1600, ge=MIN_WINDOW, description="context window (tokens) of the replay")
+    silent: bool = Field(True, description="no nudge shown (nudge_style none): folds are the labeler's own "
+                                           "spontaneous ones, so the next step sees no nudge to decline")
+    horizon: int = Field(1, ge=0, description="look-ahead: later steps whose use of a message keeps it out of "
+                                              "a fold (replay.horizon elsewhere); 1 folds a detail sooner")
+    recent_messages: int = Field(1, ge=0, description="recent zone: the last messages the kernel never folds "
+                                                      "(preserve_recent_messages; the pocket preset keeps 3)")
+    label: dict[str, Any] = Field(
+        default_factory=lambda: {"keep_session_facts": False, "min_piece_tokens": 48, "spontaneous_min_tokens": 48},
+        description="LabelConfig overrides on top of replay.label: summaries keep only the facts needed soon, and "
+                    "a fold comes once 48 tokens are consumed, so a detail is folded early while rows are short")
+    keep: list[Literal["recovery", "counter_recovery", "ordinary"]] = Field(
+        default_factory=lambda: ["recovery", "counter_recovery"], min_length=1,
+        description="rows kept from this replay: recovery (calls and answers), counter_recovery (ordinary rows "
+                    "whose detail is still in view, meta.counter_recovery), ordinary (every other ordinary row)")
+
+    def kernel_overrides(self) -> dict[str, Any]:
+        """The kernel settings this replay changes (recorded in its serving profile)."""
+        return {"preserve_recent_messages": self.recent_messages}
+
+    def keeps(self, meta: dict[str, Any]) -> bool:
+        """Whether a row with ``meta`` is kept from this replay."""
+        kind = meta.get("kind")
+        if kind == "recovery":
+            return "recovery" in self.keep
+        if kind == "ordinary" and not meta.get("declined"):
+            return ("counter_recovery" if meta.get("counter_recovery") else "ordinary") in self.keep
+        return False
+
+
 class ReplaySettings(BaseConfig):
     windows: list[Annotated[int, Field(ge=MIN_WINDOW)]] = Field(
         default_factory=lambda: [16384, 32768], min_length=1,
@@ -156,9 +196,18 @@ class ReplaySettings(BaseConfig):
                                           "for a window not in ``windows`` is unused), e.g. a silent window whose summaries keep only "
                                           "the facts needed soon, so a later step must recover a folded one")
 
+    recovery_windows: list[RecoveryWindow] = Field(
+        default_factory=list, description="extra replays kept only for their recovery rows and counter-lessons "
+                                          "(RecoveryWindow), e.g. [{window: 1600}]")
+
     @model_validator(mode="after")
     def _label_fields(self) -> ReplaySettings:
         self.label_config()  # an unknown field or a bad value fails when the recipe loads
+        for i, rw in enumerate(self.recovery_windows):
+            try:
+                self.recovery_label_config(rw)
+            except ValueError as exc:
+                raise ValueError(f"replay.recovery_windows[{i}].label: {exc}") from None
         stray = sorted(set(self.silent_windows) - set(self.windows))
         if stray:
             raise ValueError(f"replay.silent_windows {stray} are not among replay.windows {self.windows}")
@@ -171,6 +220,22 @@ class ReplaySettings(BaseConfig):
     def nudge_style(self, window: int, style: str) -> str:
         """The nudge style a replay at ``window`` runs: ``none`` for a silent window, else ``style``."""
         return "none" if window in self.silent_windows else style
+
+    def recovery_label_config(self, rw: RecoveryWindow):
+        """The labeler's thresholds of a recovery replay: ``label`` with ``rw.label`` on top."""
+        import dataclasses
+
+        from doctrine.label import LabelConfig
+
+        fields = {**self.label, **rw.label}
+        known = {f.name for f in dataclasses.fields(LabelConfig)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise ValueError(f"unknown field(s) {unknown}; known: {sorted(known)}")
+        try:
+            return LabelConfig(**fields)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(str(exc)) from None
 
     def label_config(self, window: int | None = None):
         """The labeler's thresholds: the defaults with ``label`` (and, for ``window``, its

@@ -2,7 +2,7 @@
 
 The pocket families (``pocket.py``) replay one script each, so a model can pass their folds
 by recalling the script. Here a session is assembled from a library of step kinds
-(``STEP_KINDS``: five inspection kinds of each of eight ecosystems, two shared looks
+(``STEP_KINDS``: five or six inspection kinds of each of eight ecosystems, two shared looks
 and four acting kinds) drawn in a
 random number (4-14 tool calls) and order, after a random amount of earlier history, so
 the message ids and block ids a fold names must be read from the context. Every name, key,
@@ -11,7 +11,9 @@ path, number and error string comes from the open pools of ``_pools.py``.
 Facts work as in ``pocket.py``: an inspection step declares what it revealed (a setting,
 an error with its location, a version, a signature) and an acting step a few steps later
 uses it (edits the setting, opens the location, reruns the failing test, quotes it), so
-the labeler's hindsight finds consumed output to fold and needed output to keep. Outputs
+the labeler's hindsight finds consumed output to fold and needed output to keep. A recall
+question (``_recall``) asks later for a detail no step used, so a fold that dropped it must
+be undone by a recovery call, or, still in view, answered as usual (a counter-lesson). Outputs
 are a few short lines, sized for the ``pocket`` serving profile's ~2K-token decision
 points. The ecosystem is the family, so a split can hold out whole ecosystems.
 """
@@ -290,6 +292,16 @@ def cargo_tree(c: _Ctx) -> None:
         c.others.append(fid)
 
 
+def cargo_list(c: _Ctx) -> None:
+    # Test names: nothing a fold must keep verbatim (no number, path or error), so a summary
+    # may drop the one a later question asks for (the ls-like look of the ecosystem).
+    mod = c.v.module()
+    names = [f"{mod}::tests::{c.v.snake()}" for _ in range(c.p.int(3, 5))]
+    r = c.run(f"cargo test {mod} -- --list | head -n {len(names)}", [f"{n}: test" for n in names])
+    if fid := c.fact(c.p.choice(names), "exact_values", r):
+        c.others.append(fid)
+
+
 def cargo_clippy(c: _Ctx) -> None:
     path, line = f"src/{c.v.module()}.rs", c.v.line()
     err = f"warning: unused variable: `{c.v.word()}`"
@@ -560,13 +572,13 @@ _OWN: dict[str, tuple[Callable[[_Ctx], None], ...]] = {
     "proc_python": (py_pytest, py_env, py_pip, py_grep_def, py_traceback),
     "proc_typescript": (ts_jest, ts_tsc, ts_settings, ts_npm_ls, ts_grep_import),
     "proc_go": (go_test, go_build, go_mod, go_vet, go_config),
-    "proc_rust": (cargo_test, cargo_check, cargo_toml, cargo_tree, cargo_clippy),
+    "proc_rust": (cargo_test, cargo_check, cargo_toml, cargo_tree, cargo_clippy, cargo_list),
     "proc_ops": (ops_systemctl, ops_journal, ops_nginx_log, ops_nginx_conf, ops_df),
     "proc_sql": (sql_ls, sql_migrate, sql_describe, sql_count, sql_settings),
     "proc_k8s": (k8s_pods, k8s_logs, k8s_manifest, k8s_describe, compose_ps),
     "proc_git": (git_status, git_log, ci_failed, git_diff_stat, ci_workflow),
 }
-# Each ecosystem's inspection kinds: its own five and the two shared looks.
+# Each ecosystem's inspection kinds: its own (five; six for Rust) and the two shared looks.
 ECOSYSTEMS: dict[str, dict[str, Callable[[_Ctx], None]]] = {
     eco: {f.__name__: f for f in (*own, ls_dir, read_notes)} for eco, own in _OWN.items()}
 FAMILIES = tuple(ECOSYSTEMS)
@@ -613,6 +625,7 @@ def _generate(family: str, seed: int, size: SessionSize) -> Session:
     budget = p.int(4, 14)
     names: list[str] = []
     first = True
+    recall: dict | None = None
     while c.calls - hist_calls < budget:
         if not first:  # the first call shares the step of the task message
             b.step()
@@ -630,6 +643,9 @@ def _generate(family: str, seed: int, size: SessionSize) -> Session:
         c.kinds.append(name)
         if p.chance(0.5):
             b.say(p.choice(("Next.", "That narrows it down.", "OK.", "Moving on.", "Good.")))
+        if recall is None and p.chance(0.5):
+            recall = _recall(c, _RECALL_AGE)
+    recall = recall or _recall(c, 0)
     b.step()
     b.user("Wrap up: what did you find?")
     left = [f for f, _ in c.errors] + [s.fid for s in c.settings]
@@ -639,10 +655,67 @@ def _generate(family: str, seed: int, size: SessionSize) -> Session:
     else:
         b.finish("Done; everything found is fixed.")
     meta = {"generator": "data_gen.synthetic.procedural", "ecosystem": family, "step_kinds": c.kinds,
-            "history_steps": n_hist, "tool_calls": c.calls}
+            "history_steps": n_hist, "tool_calls": c.calls, "recall": recall}
     session = b.build(session_id(family, seed, size), meta)
     session.tools = json.loads(json.dumps(POCKET_TOOLS))
     return session.validate()
+
+
+# --------------------------------------------------------------------------- the recall episode
+# Once a detail is a few steps old, the user asks for it exactly as an earlier command
+# showed it. Where the kernel has folded that output and no summary quotes the detail, the
+# label is a recovery call (search_context / decompress of the block, then the answer with
+# the restored text); where it is still in view (raw or quoted by a summary), the same
+# question is a counter-lesson (an ordinary answer). One question per session.
+
+_RECALL_ASKS = ("What did `{cmd}` show, exactly?", "Remind me: what exactly did `{cmd}` print?",
+                "Quote what `{cmd}` gave us earlier, exactly.",
+                "What was the exact output of `{cmd}` again?")
+_RECALL_ANSWERS = ("`{cmd}` showed: {text}", "It printed: {text}", "Exactly: {text}")
+
+
+# Steps between the output and the question. The first fold of a silent pocket window comes
+# a few steps into a session, and a row must stay short to fit the pocket bound (the fixed
+# prompt is half of it), so the question comes (half the time, at each step) as soon as an
+# unused detail is this old, or at the session's end if none was asked. Measured at the
+# recovery window (configs/data/pocket_proc.yaml): at 3 the detail is mostly still raw in
+# view; at 4 about one in five sessions makes a recovery call that fits the bound.
+_RECALL_AGE = 4
+
+
+def _recall(c: _Ctx, age: int) -> dict | None:
+    """Ask for a detail no finished step has used, shown at least ``age`` steps ago (a summary was
+    free to drop it); None when there is none.
+
+    Mostly the oldest such detail (likely folded by now), else the newest (likely in view),
+    so the same question is asked on both sides of a fold."""
+    used = {fid for st in c.b.steps for fid in st.uses}
+    facts = [f for f in c.b.facts if f.id not in used and _command_of(c, f.message)
+             and _steps_since(c, f.message) >= age]  # the earlier request's details count too
+    if not facts:
+        return None
+    # A value among several is what a pocket summary may drop; an error string or a lone
+    # value it must keep (the checker's floors), so asking for one teaches no recovery.
+    facts = [f for f in facts if f.kind == "exact_values"] or facts
+    f = facts[0] if c.p.chance(0.7) else facts[-1]
+    cmd = _command_of(c, f.message)
+    question = c.p.choice(_RECALL_ASKS).format(cmd=cmd)
+    k = c.b.probe(question, f.id, c.p.choice(_RECALL_ANSWERS).format(cmd=cmd, text=f.text))
+    return {"step": k, "fact": f.id, "command": cmd}
+
+
+def _steps_since(c: _Ctx, msg: int) -> int:
+    """Steps since message ``msg``: the closed steps begun after it, plus the open one."""
+    return sum(1 for st in c.b.steps if st.start > msg) + 1
+
+
+def _command_of(c: _Ctx, result: int) -> str | None:
+    """The shell command whose output is message ``result`` (None for another tool)."""
+    call = c.b.messages[result - 1] if result else {}
+    for tc in call.get("tool_calls") or []:
+        if tc["function"]["name"] == "execute_bash":
+            return json.loads(tc["function"]["arguments"]).get("command")
+    return None
 
 
 def _draw(p: Picker, eco: dict[str, Callable[[_Ctx], None]], bag: list[str]) -> str:

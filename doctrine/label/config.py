@@ -32,7 +32,9 @@ class LabelConfig:
       the next ``recovery_lookahead`` steps (0 = the current step only).
     * ``keep_session_facts``: a tier-1 summary also keeps the session's own facts of the
       range verbatim (they are KEEP-class strings by construction) while the budget
-      allows; needed facts are kept whatever the budget.
+      allows; needed facts are kept whatever the budget. Off, a summary keeps only the
+      needed facts unless that falls short of the checker (a range whose one value or
+      path:line is a session fact): then it keeps the session's facts as with it on.
     * ``max_actions_per_boundary``: compress / recovery actions the replay takes at one
       step boundary before the task's own action (a guard against loops).
     * ``tools_host``: ``"proxy"`` (default, the tool schemas a base-URL client sees) or

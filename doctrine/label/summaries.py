@@ -141,11 +141,21 @@ def compose_tier1(messages: list[Message], state: Any, facts: list[tuple[str, st
 
     ``max_chars``: the serving profile's ``compress.max_summary_length``; the budget stays
     at half of it (chars / 8 tokens), so a small window's labels are ones its kernel accepts."""
+    keep_facts = [f for f in facts if f[2] or config.keep_session_facts]
+    out = _tier1(messages, state, keep_facts, doctrine, count, config, max_chars)
+    if not out.passed and len(keep_facts) < len(facts):
+        # Only the facts needed soon fell short of the checker's floor (a range whose one
+        # path:line or value is the session's): keep the session's facts as the budget allows.
+        out = _tier1(messages, state, list(facts), doctrine, count, config, max_chars)
+    return out
+
+
+def _tier1(messages: list[Message], state: Any, keep_facts: list[tuple[str, str, bool]], doctrine: Any,
+           count: CountTokens, config: LabelConfig, max_chars: int | None) -> SummaryOutcome:
     style = Style.default()
     verbs = dict(ph.STEP_VERBS)
     source_text = "\n".join(m.text for m in messages)
     refs = {m.id: state.by_raw.get(m.id, m.id) for m in messages}
-    keep_facts = [f for f in facts if f[2] or config.keep_session_facts]
     reading = read_range(messages, refs, big_output_tokens=config.drop_note_min_tokens, count=count,
                          facts=keep_facts, verbs=verbs)
     lines = [ln for ln in reading.lines if not discloses(ln.text, source_text)]

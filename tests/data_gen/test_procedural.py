@@ -28,8 +28,8 @@ def _commands(s) -> list[str]:
 
 
 def _task_index(s) -> int:
-    """Index of the task message (the last user turn before the wrap-up)."""
-    return [i for i, m in enumerate(s.messages) if m["role"] == "user"][-2]
+    """Index of the task message (the user turn after the earlier request's history)."""
+    return [i for i, m in enumerate(s.messages) if m["role"] == "user"][1 if s.meta["history_steps"] else 0]
 
 
 def test_library_spans_eight_ecosystems_and_thirty_kinds():
@@ -162,7 +162,7 @@ def test_a_small_build_keeps_the_bound_and_silences_its_silent_window(tmp_path):
     out = build_curriculum(recipe, tmp_path / "data", log=lambda *a: None, progress=False)
     manifest = json.loads((out / "manifest.json").read_text())
     styles = {p["window"]: p["nudge_style"] for p in manifest["serving_profiles"]}
-    assert styles == {1344: "list_only", 1536: "none"}
+    assert styles == {1344: "list_only", 1536: "none", 1600: "none"}  # 1600: the recovery window
     rows = read_rows(out)
     assert {r["meta"]["split"] for r in rows if r["meta"]["family"] == "proc_sql"} == {"heldout"}
     silent = [r for r in rows if r["meta"]["window"] == 1536]

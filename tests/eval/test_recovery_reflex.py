@@ -1,33 +1,41 @@
-"""The recovery reflex on rows a silent pocket-profile replay makes: a window
-whose summaries keep only the facts needed soon, so a later step needs a folded detail."""
+"""The recovery reflex on rows the procedural curriculum's recovery window makes
+(configs/data/pocket_proc.yaml replay.recovery_windows: a silent pocket replay whose summaries
+keep only the facts needed soon, kept only for recovery rows and counter-lessons), so a later
+step or recall question needs a folded detail."""
 
 from __future__ import annotations
 
 import json
+import tempfile
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from data_gen.replay import replay_session
+from data_gen.build import replay_rows
+from data_gen.recipe import DataRecipe
 from data_gen.synthetic.procedural import generator
-from doctrine.label.config import LabelConfig
 from eval.backends.oracle import make_oracle
 from eval.metrics import mean_ci
 from eval.workloads.base import RunContext
 from eval.workloads.held_out.workload import normalise_row, run_row, select_rows
+from plumbing.recipe_loader import load_config
 
-# Sessions whose replay at the recovery window holds recovery calls (found by replaying seeds 0-7).
-SESSIONS = (("proc_python", 4), ("proc_k8s", 1), ("proc_k8s", 0))
+ROOT = Path(__file__).resolve().parents[2]
+# Sessions whose replay at the recovery window holds recovery calls (found by replaying seeds 0-11).
+SESSIONS = (("proc_sql", 5), ("proc_rust", 1), ("proc_python", 0))
 
 
 @pytest.fixture(scope="module")
-def rows():
-    cfg = LabelConfig(min_piece_tokens=96, keep_session_facts=False)  # a silent pocket window whose summaries keep only the facts needed soon
+def rows(doctrine):
+    recipe = load_config(ROOT / "configs" / "data" / "pocket_proc.yaml", DataRecipe)
+    rw = recipe.replay.recovery_windows[0]
     out = []
-    for family, seed in SESSIONS:
-        for s in replay_session(generator(family)(seed), window=1600, gate="pocket", host="proxy", horizon=2,
-                                seed=0, label_config=cfg, nudge_style="none"):
-            d = s.to_dict()
-            out.append(normalise_row({**d, "tools": json.dumps(d["tools"])}))
+    with tempfile.TemporaryDirectory() as tmp:
+        for family, seed in SESSIONS:
+            for d in replay_rows(generator(family)(seed), recipe, doctrine, rw.window, "pocket", Counter(), Path(tmp),
+                                 rw=rw):
+                out.append(normalise_row({**d, "tools": json.dumps(d["tools"])}))
     return out
 
 
