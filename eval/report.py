@@ -412,6 +412,27 @@ def memorisation_table(entry: dict[str, Any]) -> list[list[str]] | None:
     return t
 
 
+RECOVERY_METRICS = ("recover_chosen", "recover_success", "false_recovery")
+RECOVERY_NOTE = ("The recovery reflex per arm. Each figure is over the decisions it is defined on (recover_chosen "
+                 "and recover_success: the recovery-labelled ones; false_recovery: the ordinary ones), n of them "
+                 "from the sessions beside it; where a session gives more than one, the interval resamples "
+                 "sessions (method column).")
+
+
+def recovery_table(entry: dict[str, Any]) -> list[list[str]] | None:
+    """Per arm and recovery metric (held_out): the share with its 95% interval, n, sessions
+    and method; None when no arm has one. The workload table prints bare shares, and these
+    three are read against bars (above 0, under 0.10), so each gets its interval here."""
+    t = [["arm", "metric", "share", "95% interval", "n", "sessions", "method"]]
+    for arm, r in entry.get("arms", {}).items():
+        for k in RECOVERY_METRICS:
+            if r.get(k) is not None:
+                t.append([arm, k, _fmt(r[k]), _interval((r.get("ci95") or {}).get(k)),
+                          str((r.get("ci_n") or {}).get(k, "–")), str((r.get("ci_sessions") or {}).get(k, "–")),
+                          (r.get("ci_method") or {}).get(k) or "–"])
+    return t if len(t) > 1 else None
+
+
 def recall_table(entry: dict[str, Any]) -> list[list[str]] | None:
     rec = entry.get("recall") or {}
     arms = rec.get("arms") or {}
@@ -612,7 +633,9 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
     parts_html += ["<h2>Results at a glance</h2>", _html_table(glance), f"<p>{html.escape(GLANCE_NOTE)}</p>"]
     ptabs = paired_tables(summary)
     vt = verdict_table(summary)
-    defs = summary["definitions"] = dict(definitions_for(_shown_names(summary, glance, ptabs, vt)))
+    recs = {wl: t for wl, entry in summary["workloads"].items() if (t := recovery_table(entry)) is not None}
+    shown = _shown_names(summary, glance, ptabs, vt) + [h for t in recs.values() for h in t[0][3:]]
+    defs = summary["definitions"] = dict(definitions_for(shown))
     md += ["## Definitions", ""] + [f"- **{k}**: {v}" for k, v in defs.items()] + [""]
     parts_html += ["<h2>Definitions</h2>", "<ul>" + "".join(
         f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in defs.items()) + "</ul>"]
@@ -635,6 +658,10 @@ def build_report(run_dir: str | Path, *, vs: str | Path | None = None, out: str 
             md += [f"### {wl}: reading or recall", "", MEMO_NOTE, "", _md(mt), ""]
             parts_html += [f"<h3>{html.escape(wl)}: reading or recall</h3>", f"<p>{html.escape(MEMO_NOTE)}</p>",
                            _html_table(mt)]
+        if (rec := recs.get(wl)) is not None:
+            md += [f"### {wl}: recovery reflex", "", RECOVERY_NOTE, "", _md(rec), ""]
+            parts_html += [f"<h3>{html.escape(wl)}: recovery reflex</h3>", f"<p>{html.escape(RECOVERY_NOTE)}</p>",
+                           _html_table(rec)]
         rt = recall_table(entry)
         if rt is not None:
             md += [f"### {wl}: accuracy by kind and relative to full", "", RECALL_NOTE, "", _md(rt), ""]

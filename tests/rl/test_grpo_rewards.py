@@ -83,3 +83,37 @@ def test_an_overlong_reply_costs_more_the_longer_it_runs(rows):
     assert R.length(row, label + " ok") == 0.0
     assert R.length(row, long2) < R.length(row, long1) < 0.0
     assert R.length(row, long2) == -1.0
+
+
+def _without(summary: str, *needles: str) -> str:
+    lines = summary.split("\n")
+    kept = [ln for ln in lines if not any(n in ln for n in needles)]
+    assert len(kept) < len(lines)  # the fixture still holds what is dropped
+    return "\n".join(kept)
+
+
+def test_an_applied_fold_with_a_worse_summary_scores_lower(rows):
+    row = rows["emergency"]
+    summary = _label_summary(row)
+    best = R.summary_score(row, _text(row["messages"][-1]))
+    # The error line the step needs (the checker's exact value), dropped from both places it is quoted.
+    no_error = _fold("m00002", "m00009", _without(summary, "exact error", "it failed with"))
+    lazy = _fold("m00002", "m00009", "Looked through the billing-worker log with ls and grep and found database "
+                                     "errors at checkout; the raw output is folded here. Refs: m00002–m00009")
+    for worse in (no_error, lazy):
+        assert R.kernel_accepts(row, worse) == 1.0 and R.right_kind(row, worse) == 1.0  # applied, same move
+        assert R.summary_score(row, worse) < best
+        assert R.score(row, worse)["exact_values_kept"] < R.score(row, _text(row["messages"][-1]))["exact_values_kept"]
+
+
+def test_an_applied_summary_with_an_invented_or_altered_value_scores_lower(rows):
+    row = rows["emergency"]
+    summary = _label_summary(row)
+    best = R.summary_score(row, _text(row["messages"][-1]))
+    # The checker counts numbers and quotes the source does not hold, and values changed from it.
+    invented = _fold("m00002", "m00009", summary + "\n- Saw `ZQX-40417 checksum drift` in /opt/nowhere/ghost_7.py.")
+    altered = _fold("m00002", "m00009", summary.replace("pool_size=8", "pool_size=16"))
+    assert altered != _fold("m00002", "m00009", summary)
+    for wrong in (invented, altered):
+        assert R.kernel_accepts(row, wrong) == 1.0
+        assert R.summary_score(row, wrong) < best
