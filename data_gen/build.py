@@ -131,8 +131,14 @@ def data_fingerprint(recipe: DataRecipe, doctrine) -> dict[str, Any]:
 
 
 
+def label_source(session: Session) -> str:
+    """The source a session's labelling is counted under: a synthetic family by its name
+    (procedural ecosystems included), any other source (real_tools, swe_rebench) by the source."""
+    return session.family if session.source == "synthetic" else session.source
+
+
 def _replay(session: Session, recipe: DataRecipe, doctrine, window: int, gate: str, rejects: Counter,
-            run_dir: Path, labeler=None):
+            run_dir: Path, labeler=None, tally: Counter | None = None):
     from .replay import ReplayStats, replay_session
 
     stats = ReplayStats()
@@ -147,8 +153,15 @@ def _replay(session: Session, recipe: DataRecipe, doctrine, window: int, gate: s
             yield sample.to_dict()
     except Exception as exc:  # one bad session never stops a long build
         rejects[f"replay_error:{type(exc).__name__}"] += 1
+        if tally is not None:
+            tally[f"replay_error:{type(exc).__name__}"] += 1
     for reason, n in stats.skipped.items():
         rejects[f"skipped:{reason}"] += n
+    if tally is not None:  # the same skips, per source: a whole-build rate hides a weak source
+        tally["points"] += stats.points
+        tally["labelled"] += stats.samples
+        for reason, n in stats.skipped.items():
+            tally[f"skipped:{reason}"] += n
 
 
 class EmptyCurriculum(ValueError):
@@ -231,6 +244,7 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
     samples: list[dict] = []
     sessions_by_split: Counter = Counter()
     sources: Counter = Counter()
+    labelling: dict[str, Counter] = {}
     teacher = None
     if recipe.sources.teacher is not None and recipe.sources.teacher.enabled:
         from .sources.teacher import make_teacher_labeler
@@ -240,7 +254,8 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
     bar = _progress(progress, len(jobs))
     for session, window, gate in jobs:
         split = assign_split(session.session_id, session.family, recipe.split)
-        for sample in _replay(session, recipe, doctrine, window, gate, rejects, scratch, labeler=teacher):
+        tally = labelling.setdefault(label_source(session), Counter())
+        for sample in _replay(session, recipe, doctrine, window, gate, rejects, scratch, labeler=teacher, tally=tally):
             if sample_tokens(sample) > recipe.max_tokens:
                 rejects["too_long"] += 1
                 continue
@@ -302,6 +317,7 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
                                                                 recipe.mixture.eval_min_rows, recipe.split.seed)
     counts: dict[str, Any] = {"sessions": len(sessions), "sessions_by_split": dict(sorted(sessions_by_split.items())),
                               "sources": dict(sorted(sources.items())), "rejects": dict(sorted(rejects.items())),
+                              "labelling": {k: dict(sorted(c.items())) for k, c in sorted(labelling.items())},
                               "mixture": mix}
     if not any(by_split.values()):
         top = ", ".join(f"{k} {n}" for k, n in Counter(rejects).most_common(3)) or "none"
@@ -442,6 +458,7 @@ def _card(recipe: DataRecipe, doctrine, counts: dict) -> str:
         p = counts["token_percentiles"][split]
         if p:
             lines.append(f"| {split} | {p['min']} | {p['p50']} | {p['p90']} | {p['p99']} | {p['max']} |")
+    lines += _labelling_lines(counts.get("labelling") or {})
     lines += ["", "## Rejected and removed", "", "| reason | count |", "|---|---|"]
     for reason, n in counts["rejects"].items():
         lines.append(f"| {reason} | {n} |")
@@ -450,3 +467,21 @@ def _card(recipe: DataRecipe, doctrine, counts: dict) -> str:
     lines += ["", f"Windows {recipe.replay.windows}, gate presets {recipe.replay.gates}, "
               f"horizon {recipe.replay.horizon} steps, seed {recipe.replay.seed}.", ""]
     return "\n".join(lines)
+
+
+def _labelling_lines(labelling: dict[str, dict[str, int]]) -> list[str]:
+    """The card's per-source labelling table: decision points attempted, labelled, and the
+    skips the labeler and the kernel cause (the rest of the skips summed)."""
+    if not labelling:
+        return []
+    lines = ["", "## Labelling per source (decision points attempted; labelled before the length filter)", "",
+             "| source | points | labelled | share | skipped:summary_failed | skipped:kernel_rejected | "
+             "other skips |", "|---|---|---|---|---|---|---|"]
+    for src, c in labelling.items():
+        points, done = c.get("points", 0), c.get("labelled", 0)
+        other = sum(n for k, n in c.items() if k.startswith(("skipped:", "replay_error:"))
+                    and k not in ("skipped:summary_failed", "skipped:kernel_rejected"))
+        share = f"{done / points:.3f}" if points else "-"
+        lines.append(f"| {src} | {points} | {done} | {share} | {c.get('skipped:summary_failed', 0)} | "
+                     f"{c.get('skipped:kernel_rejected', 0)} | {other} |")
+    return lines
