@@ -295,8 +295,11 @@ def _edit_sentence(args: dict[str, Any], result: str, verb: str) -> tuple[str, l
 
 
 _BANNER = re.compile(r"^\[(?:Restored|assistant|user|tool|system)\b")
-# A leading "cd DIR &&" is noise, unless the folder names a version (retry@v0.4.47).
-_CD = re.compile(r"^\s*cd\s+(?![^\s]*\d+\.\d+)\S+\s*&&\s*")
+# A leading "cd DIR &&" is noise, unless the folder names a version the checker keeps
+# (retry@v0.4.47, tool-v1.2.3). An interpreter's folder (/usr/lib/python3.11, versions/3.11.7)
+# is no such version: keeping it would spend the quoted command's length on the folder and
+# cut the command's own values (grep's --include=*.py).
+_CD = re.compile(r"^\s*cd\s+(?![^\s]*(?:@v?\d+\.\d+|[/-]v\d+\.\d+\.\d+))\S+\s*&&\s*")
 _WORDS = re.compile(r"[A-Za-z_][\w-]{3,}")
 
 
