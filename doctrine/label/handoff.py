@@ -301,6 +301,9 @@ _BANNER = re.compile(r"^\[(?:Restored|assistant|user|tool|system)\b")
 # cut the command's own values (grep's --include=*.py).
 _CD = re.compile(r"^\s*cd\s+(?![^\s]*(?:@v?\d+\.\d+|[/-]v\d+\.\d+\.\d+))\S+\s*&&\s*")
 _WORDS = re.compile(r"[A-Za-z_][\w-]{3,}")
+# A value given on a command line: a --flag=value or an ENV=value assignment (the labeler's own
+# pattern for what the checker reads as a setting there).
+_CMD_VALUE = re.compile(r"(?<![\w-])--[a-z][\w-]+=[^\s'\";,]+|(?<![\w.-])[A-Z][A-Z0-9_]{2,}=[^\s'\";,)]+")
 
 
 def _question(rd: RangeReading, q: str, m: Message, later: list[Message], ref_of: Any) -> None:
@@ -573,8 +576,14 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
                 parts.append("it printed " + "; ".join(f"`{b}`" for b in shown))
             if not parts:
                 parts.append("its output was read and nothing in it is needed word for word")
+            # A value set on the command line (npm ls --depth=0, LOG_LEVEL=debug make test) is one
+            # the checker keeps: the step stays, with the value quoted if the command's quote lost it.
+            knobs = [k for k in dict.fromkeys(_CMD_VALUE.findall(_CD.sub("", cmd or ""))) if k not in what]
+            if knobs:
+                parts.append("with " + ", ".join(code(k, 80) for k in knobs[:4]))
+            pinned = bool(_CMD_VALUE.search(_CD.sub("", cmd or "")))
             rd.add("steps", f"{verbs['ran']} {what} ({ref}): " + "; ".join(p for p in parts if p) + ".",
-                   1 if errors or counts else 2 if hits else 3, bool(errors))
+                   1 if errors or counts or pinned else 2 if hits else 3, bool(errors or pinned or hits))
             if count(m.text) >= big_output_tokens:
                 rd.add("dropped", f"The full output of {what} is folded here; restore {ref} if its raw text is needed.", 4)
 

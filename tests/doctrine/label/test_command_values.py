@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 
-from doctrine.conform import check_summary
-from doctrine.label.handoff import _CD
+from doctrine.conform import check_summary, normalise_messages
+from doctrine.kernel.messages import Message
+from doctrine.label.handoff import _CD, read_range
 from doctrine.label.labeler import _facts_in_range
 from doctrine.label.summaries import compose_summary
 from doctrine.session import Fact
+from plumbing.tokens import default_count_tokens
 
 
 def _grep_in(folder: str) -> list[dict]:
@@ -42,6 +44,41 @@ def test_a_cd_into_a_versioned_module_folder_is_kept():
     assert _CD.sub("", kept) == kept
     assert _CD.sub("", "cd /opt/tool-v1.2.3 && ls") == "cd /opt/tool-v1.2.3 && ls"
     assert _CD.sub("", "cd /usr/lib/python3.11/json && ls") == "ls"
+
+
+def _npm_ls_then_grep() -> list[dict]:
+    def call(cid: str, cmd: str, out: str) -> list[dict]:
+        return [{"role": "assistant", "content": "Looking.", "tool_calls": [
+                    {"id": cid, "type": "function", "function": {"name": "execute_bash",
+                                                                 "arguments": json.dumps({"command": cmd})}}]},
+                {"role": "tool", "tool_call_id": cid, "name": "execute_bash",
+                 "content": out + "\n[The command completed with exit code 0.]"}]
+    return [*call("c1", "npm ls --depth=0", "west-sync /workspace/west-sync\n├── @clayeast/dustfern@0.3.16"),
+            *call("c2", "grep -rn 'function resolveOrbfog' src",
+                  "src/mill.ts:204:export function resolveOrbfog(doveeast: StutmarJob): Promise<number> {")]
+
+
+def test_a_value_set_on_the_command_line_and_a_grep_hit_stay_in_a_short_label():
+    src = _npm_ls_then_grep()
+    summary = compose_summary(src)
+    assert "--depth=0" in summary and "src/mill.ts:204" in summary, summary
+    assert check_summary(src, summary, tier=1).passed
+    # Both step lines are kept whatever the budget (the checker demands the flag and the
+    # path:line); before, they were the first lines a tight budget dropped.
+    msgs = [Message(id=m.key, role=m.role, content_type=m.kind, text=m.text, tool_name=m.tool_name,
+                    tool_call_id=m.tool_call_id) for m in normalise_messages(src)]
+    reading = read_range(msgs, {m.id: m.id for m in msgs}, big_output_tokens=10_000, count=default_count_tokens)
+    steps = [ln for ln in reading.lines if ln.section == "steps"]
+    assert len(steps) == 2 and all(ln.must for ln in steps), steps
+
+
+def test_the_checker_reads_a_flag_once_so_the_command_quoted_verbatim_keeps_it():
+    src = _npm_ls_then_grep()[:2]
+    said = "Ran `npm ls --depth=0`: it names `@clayeast/dustfern@0.3.16`."
+    rep = check_summary(src, said, tier=1)
+    assert rep.passed, rep.reasons
+    dropped = check_summary(src, "Ran npm ls: it names `@clayeast/dustfern@0.3.16`.", tier=1)
+    assert "--depth=0" in [m for cr in dropped.classes.values() for m in cr.missed]  # still demanded
 
 
 class _Msg:
