@@ -474,14 +474,17 @@ def _labelling_lines(labelling: dict[str, dict[str, int]]) -> list[str]:
     skips the labeler and the kernel cause (the rest of the skips summed)."""
     if not labelling:
         return []
-    lines = ["", "## Labelling per source (decision points attempted; labelled before the length filter)", "",
-             "| source | points | labelled | share | skipped:summary_failed | skipped:kernel_rejected | "
+    lines = ["", "## Labelling per source (decision points replayed; labelled before the length filter)", "",
+             "failed: share of the points whose label the checker or the kernel refused "
+             "(summary_failed + kernel_rejected); other skips (nothing to fold, the action limit) are no "
+             "failed label.", "",
+             "| source | points | labelled | skipped:summary_failed | skipped:kernel_rejected | failed | "
              "other skips |", "|---|---|---|---|---|---|---|"]
     for src, c in labelling.items():
         points, done = c.get("points", 0), c.get("labelled", 0)
         other = sum(n for k, n in c.items() if k.startswith(("skipped:", "replay_error:"))
                     and k not in ("skipped:summary_failed", "skipped:kernel_rejected"))
-        share = f"{done / points:.3f}" if points else "-"
-        lines.append(f"| {src} | {points} | {done} | {share} | {c.get('skipped:summary_failed', 0)} | "
-                     f"{c.get('skipped:kernel_rejected', 0)} | {other} |")
+        sf, kr = c.get("skipped:summary_failed", 0), c.get("skipped:kernel_rejected", 0)
+        failed = f"{(sf + kr) / points:.3f}" if points else "-"
+        lines.append(f"| {src} | {points} | {done} | {sf} | {kr} | {failed} | {other} |")
     return lines
