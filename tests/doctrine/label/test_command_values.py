@@ -95,3 +95,16 @@ def test_a_note_quoting_an_earlier_fact_brings_that_fact_into_the_range():
     got = _facts_in_range(session, {8, 9, 10}, msgs)
     assert [f.id for f in got] == ["f2", "f1"]  # introduced here first, then quoted again
     assert _facts_in_range(session, {8, 9, 10}, msgs[1:]) == [facts[1]]  # no note: nothing earlier
+
+
+def test_an_nginx_error_log_line_is_quoted_as_the_checker_reads_it():
+    line = ('2026/04/16 13:44:20 [error] 8503#0: *35220 upstream timed out (110: Connection timed out) while '
+            'reading response header from upstream "ivyzinc:63459"')
+    src = [{"role": "assistant", "content": "Looking.", "tool_calls": [
+               {"id": "c1", "type": "function", "function": {
+                   "name": "execute_bash", "arguments": json.dumps({"command": "tail -n 3 /var/log/nginx/error.log"})}}]},
+           {"role": "tool", "tool_call_id": "c1", "name": "execute_bash",
+            "content": line + "\n[The command completed with exit code 0.]"}]
+    summary = compose_summary(src)  # before: "consumed output only", refused for its error string
+    assert "upstream timed out (110: Connection timed out)" in summary and "8503#0" not in summary
+    assert check_summary(src, summary, tier=1).passed
