@@ -335,7 +335,8 @@ _CONFIG_EXT = re.compile(r"\.(?:json|ya?ml|toml|ini|cfg|conf|env|properties|tfva
 _SHOW_CONFIG = re.compile(r"^\s*(?:cat|head|tail|less|more)\b[^|;&]*?\s(?P<path>[^\s|;&]*(?:\.(?:env|ya?ml|toml|ini|cfg|"
                           r"conf|properties|tfvars)|/\.env))(?:\s|$)")
 _DIRECTIVE_ROW = re.compile(r"^\s*[a-z_]+\s+[\w.:/-]*\d[\w.:/-]*;$")  # nginx: keepalive_timeout 65s;
-_CFG_ROW = re.compile(r"^\s*[\"']?[\w.@/-]+[\"']?\s*[:=]\s*[\"']?[\w.^~<>=@/-]*\d[\w.^~<>=@/-]*[\"']?,?\s*$")
+# A config row whose value holds a number; a call in the value counts (pool = sized(3009)).
+_CFG_ROW = re.compile(r"^\s*[\"']?[\w.@/-]+[\"']?\s*[:=]\s*[\"']?[\w.^~<>=@/()-]*\d[\w.^~<>=@/()-]*[\"']?,?\s*$")
 
 
 def grep_file(cmd: str | None) -> str | None:

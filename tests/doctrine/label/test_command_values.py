@@ -108,3 +108,15 @@ def test_an_nginx_error_log_line_is_quoted_as_the_checker_reads_it():
     summary = compose_summary(src)  # before: "consumed output only", refused for its error string
     assert "upstream timed out (110: Connection timed out)" in summary and "8503#0" not in summary
     assert check_summary(src, summary, tier=1).passed
+
+
+def test_a_config_row_whose_value_is_a_call_with_a_number_is_kept():
+    out = ("Here's the result of running `cat -n` on /etc/meste/opalsun.conf:\n    89\tironlink = harekelp(3009)\n"
+           "    90\tdaleivy.foxquail(ravenwood)\n    91\treturn nitmet")
+    src = [{"role": "assistant", "content": "Looking.", "tool_calls": [
+               {"id": "c1", "type": "function", "function": {"name": "str_replace_editor", "arguments": json.dumps(
+                   {"command": "view", "path": "/etc/meste/opalsun.conf", "view_range": [89, 91]})}}]},
+           {"role": "tool", "tool_call_id": "c1", "name": "str_replace_editor", "content": out}]
+    summary = compose_summary(src)  # before: "nothing in it is needed word for word", refused
+    assert "`ironlink = harekelp(3009)`" in summary
+    assert check_summary(src, summary, tier=1).passed
