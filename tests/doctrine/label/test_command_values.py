@@ -31,7 +31,7 @@ def _grep_in(folder: str) -> list[dict]:
 
 def test_an_interpreter_folder_in_a_cd_leaves_room_for_the_command_values():
     for folder in ("/root/.pyenv/versions/3.11.7/lib/python3.11/json",
-                   "/work/app/.venv/lib/python3.11/site-packages/json"):
+                   "/srv/app/.venv/lib/python3.11/site-packages/json"):
         src = _grep_in(folder)
         summary = compose_summary(src)  # raises when no label passes the checker
         assert "--include=*.py" in summary and "decoder.py:69" in summary, summary
