@@ -131,10 +131,17 @@ def data_fingerprint(recipe: DataRecipe, doctrine) -> dict[str, Any]:
 
 
 
+def label_source(session: Session) -> str:
+    """The source a session's labelling is counted under: a synthetic family by its name
+    (procedural ecosystems included), any other source (real_tools, swe_rebench) by the source."""
+    return session.family if session.source == "synthetic" else session.source
+
+
 def replay_rows(session: Session, recipe: DataRecipe, doctrine, window: int, gate: str, rejects: Counter,
-            run_dir: Path, labeler=None, rw=None):
+                run_dir: Path, labeler=None, rw=None, tally: Counter | None = None):
     """The rows of one replay; ``rw`` (a RecoveryWindow): only its kept kinds, tagged
-    ``meta.recovery_window``, its skips counted apart (``recovery_window:skipped:...``)."""
+    ``meta.recovery_window``, its skips counted apart (``recovery_window:skipped:...``).
+    ``tally``: the session source's points, labels and skips (the card's per-source table)."""
     from .replay import ReplayStats, replay_session
 
     stats = ReplayStats()
@@ -156,9 +163,16 @@ def replay_rows(session: Session, recipe: DataRecipe, doctrine, window: int, gat
             yield row
     except Exception as exc:  # one bad session never stops a long build
         rejects[f"replay_error:{type(exc).__name__}"] += 1
+        if tally is not None:
+            tally[f"replay_error:{type(exc).__name__}"] += 1
     prefix = "skipped" if rw is None else "recovery_window:skipped"
     for reason, n in stats.skipped.items():
         rejects[f"{prefix}:{reason}"] += n
+    if tally is not None:  # the same skips, per source: a whole-build rate hides a weak source
+        tally["points"] += stats.points
+        tally["labelled"] += stats.samples
+        for reason, n in stats.skipped.items():
+            tally[f"{prefix}:{reason}"] += n
 
 
 class EmptyCurriculum(ValueError):
@@ -247,6 +261,7 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
     samples: list[dict] = []
     sessions_by_split: Counter = Counter()
     sources: Counter = Counter()
+    labelling: dict[str, Counter] = {}
     teacher = None
     if recipe.sources.teacher is not None and recipe.sources.teacher.enabled:
         from .sources.teacher import make_teacher_labeler
@@ -256,7 +271,11 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
     bar = _progress(progress, len(jobs))
     for session, window, gate, rw in jobs:
         split = assign_split(session.session_id, session.family, recipe.split)
-        for sample in replay_rows(session, recipe, doctrine, window, gate, rejects, scratch, labeler=teacher, rw=rw):
+        # Per-source labelling counts the ordinary windows only: the recovery window keeps a
+        # few kinds by design, so its skips are no measure of the labeler.
+        tally = labelling.setdefault(label_source(session), Counter()) if rw is None else None
+        for sample in replay_rows(session, recipe, doctrine, window, gate, rejects, scratch, labeler=teacher,
+                                  rw=rw, tally=tally):
             tag = "" if rw is None else f"recovery_window:{sample['meta']['kind']}:"
             if sample_tokens(sample) > recipe.max_tokens:
                 rejects[tag + "too_long"] += 1
@@ -319,6 +338,7 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
                                                                 recipe.mixture.eval_min_rows, recipe.split.seed)
     counts: dict[str, Any] = {"sessions": len(sessions), "sessions_by_split": dict(sorted(sessions_by_split.items())),
                               "sources": dict(sorted(sources.items())), "rejects": dict(sorted(rejects.items())),
+                              "labelling": {k: dict(sorted(c.items())) for k, c in sorted(labelling.items())},
                               "mixture": mix}
     if not any(by_split.values()):
         top = ", ".join(f"{k} {n}" for k, n in Counter(rejects).most_common(3)) or "none"
@@ -459,6 +479,7 @@ def _card(recipe: DataRecipe, doctrine, counts: dict) -> str:
         p = counts["token_percentiles"][split]
         if p:
             lines.append(f"| {split} | {p['min']} | {p['p50']} | {p['p90']} | {p['p99']} | {p['max']} |")
+    lines += _labelling_lines(counts.get("labelling") or {})
     lines += ["", "## Rejected and removed", "", "| reason | count |", "|---|---|"]
     for reason, n in counts["rejects"].items():
         lines.append(f"| {reason} | {n} |")
@@ -467,3 +488,24 @@ def _card(recipe: DataRecipe, doctrine, counts: dict) -> str:
     lines += ["", f"Windows {recipe.replay.windows}, gate presets {recipe.replay.gates}, "
               f"horizon {recipe.replay.horizon} steps, seed {recipe.replay.seed}.", ""]
     return "\n".join(lines)
+
+
+def _labelling_lines(labelling: dict[str, dict[str, int]]) -> list[str]:
+    """The card's per-source labelling table: decision points attempted, labelled, and the
+    skips the labeler and the kernel cause (the rest of the skips summed)."""
+    if not labelling:
+        return []
+    lines = ["", "## Labelling per source (decision points replayed; labelled before the length filter)", "",
+             "failed: share of the points whose label the checker or the kernel refused "
+             "(summary_failed + kernel_rejected); other skips (nothing to fold, the action limit) are no "
+             "failed label.", "",
+             "| source | points | labelled | skipped:summary_failed | skipped:kernel_rejected | failed | "
+             "other skips |", "|---|---|---|---|---|---|---|"]
+    for src, c in labelling.items():
+        points, done = c.get("points", 0), c.get("labelled", 0)
+        other = sum(n for k, n in c.items() if k.startswith(("skipped:", "replay_error:"))
+                    and k not in ("skipped:summary_failed", "skipped:kernel_rejected"))
+        sf, kr = c.get("skipped:summary_failed", 0), c.get("skipped:kernel_rejected", 0)
+        failed = f"{(sf + kr) / points:.3f}" if points else "-"
+        lines.append(f"| {src} | {points} | {done} | {sf} | {kr} | {failed} | {other} |")
+    return lines

@@ -138,6 +138,13 @@ def _check_text(t: Target, expected: str) -> list[str]:
             expected]
 
 
+def _check_name(t: Target) -> str:
+    """The scratch check's file name, after the package and the function (check_json_dumps.txt):
+    a name made of the function alone repeats across trees (main, validate, dumps), so an unseen
+    tree's label would quote a file name seen in train."""
+    return f"check_{t.module.split('.')[0].lstrip('_')}_{t.name}.txt"
+
+
 def _wrong(t: Target, rng: random.Random) -> str:
     """A plausible but wrong expected value for a failing check."""
     v = ast.literal_eval(t.value_repr)
@@ -156,11 +163,12 @@ def _plan_function(sh: _Shell, t: Target, task: str, rng: random.Random) -> dict
         if "\n".join(_check_text(t, wrong)).count(wrong) != 1:
             return None  # the editor's str_replace needs one occurrence
         repo = Repo(SCRATCH)
-        check = f"check_{t.name}.txt"
+        check = _check_name(t)
         repo.create(check, _check_text(t, wrong))
         (sh.scratch / check).write_text("\n".join(repo.files[check]) + "\n")
         failed = sh.scratch_cmd(["python", "-m", "doctest", check])
-        if not sh.fits(failed, 1) or f"Got:\n    {t.value_repr}\n" not in failed.out:
+        if not sh.fits(failed, 1) or f"Got:\n    {t.value_repr}\n" not in failed.out \
+                or not any(ln.startswith("File ") for ln in failed.out.splitlines()):
             return None
         plan.update(repo=repo, check=check, wrong=wrong, failed=failed,
                     cat=sh.scratch_cmd(["cat", check]))
@@ -178,7 +186,7 @@ def _plan_function(sh: _Shell, t: Target, task: str, rng: random.Random) -> dict
         if not sh.fits(sig) or "\n" in sig.out.strip() or not sig.out.strip():
             return None
         repo = Repo(SCRATCH)
-        check = f"check_{t.name}.txt"
+        check = _check_name(t)
         created = repo.create(check, _check_text(t, t.value_repr))
         (sh.scratch / check).write_text("\n".join(repo.files[check]) + "\n")
         passed = sh.scratch_cmd(["python", "-m", "doctest", check])
@@ -344,9 +352,13 @@ def _write(tree: Tree, seed: int, cfg, task: str, t: Target, plan: dict, sh: _Sh
 
     def run_failing() -> None:
         r = b.bash(plan["failed"].command, plan["failed"].tool_output(), "Running the failing check.")
-        st["err"] = b.fact("***Test Failed*** 1 failures.", "error_strings", r)
+        # The failure's own line (the check file and its line), not doctest's closing banner
+        # "***Test Failed*** 1 failures.": that banner is the same in every session, so a
+        # label or probe answer keeping it could be recalled instead of read.
+        where = next(ln for ln in plan["failed"].out.splitlines() if ln.startswith("File "))
+        st["err"] = b.fact(where, "error_strings", r)
         b.say(f"It expects {plan['wrong']} but gets {t.value_repr}.")
-        b.offer_probe(st["err"], "What did the first doctest run report?")
+        b.offer_probe(st["err"], "Where did the first doctest run fail?")
 
     def cat_check() -> None:
         b.bash(plan["cat"].command, plan["cat"].tool_output(), "Reading the check.")

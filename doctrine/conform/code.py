@@ -52,8 +52,10 @@ _CAT_N = re.compile(r"^\s*(?P<n>\d+)\t(?P<code>.*)$")
 _VIEW_HEAD = re.compile(r"running `cat -n` on (?:a snippet of )?(?P<path>\S+?):?\s*$", re.M)
 _ENV = re.compile(r"(?<![\w.-])(?P<key>[A-Z][A-Z0-9_]{2,})=(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s'\";,)]+)")
 _FLAG = re.compile(r"(?<![\w-])--(?P<key>[a-z][\w-]+)=(?P<value>[^\s'\";,]+)")
+# Not inside a --flag=value (npm ls --depth=0): the flag is kept whole, and its tail "depth=0"
+# as a second item could never be matched, not even by the command quoted verbatim.
 _KWARG = re.compile(
-    r"(?<![\w.])(?P<key>(?:[a-z_][a-z0-9_]*)?(?:timeout|limit|max|min|retries|retry|size|threshold|ttl|port|"
+    r"(?<![\w.-])(?P<key>(?:[a-z_][a-z0-9_]*)?(?:timeout|limit|max|min|retries|retry|size|threshold|ttl|port|"
     r"interval|delay|workers|count|rate|level|version|depth|batch|window|capacity)[a-z0-9_]*)"
     r"\s*(?P<sep>[=:])\s*(?P<value>-?\d+(?:_\d{3})*(?:\.\d+)?(?:[a-zA-Z%]+)?|True|False|true|false|None|null|\"[^\"\n]{1,40}\"|'[^'\n]{1,40}')",
     re.I,

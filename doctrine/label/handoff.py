@@ -295,9 +295,15 @@ def _edit_sentence(args: dict[str, Any], result: str, verb: str) -> tuple[str, l
 
 
 _BANNER = re.compile(r"^\[(?:Restored|assistant|user|tool|system)\b")
-# A leading "cd DIR &&" is noise, unless the folder names a version (retry@v0.4.47).
-_CD = re.compile(r"^\s*cd\s+(?![^\s]*\d+\.\d+)\S+\s*&&\s*")
+# A leading "cd DIR &&" is noise, unless the folder names a version the checker keeps
+# (retry@v0.4.47, tool-v1.2.3). An interpreter's folder (/usr/lib/python3.11, versions/3.11.7)
+# is no such version: keeping it would spend the quoted command's length on the folder and
+# cut the command's own values (grep's --include=*.py).
+_CD = re.compile(r"^\s*cd\s+(?![^\s]*(?:@v?\d+\.\d+|[/-]v\d+\.\d+\.\d+))\S+\s*&&\s*")
 _WORDS = re.compile(r"[A-Za-z_][\w-]{3,}")
+# A value given on a command line: a --flag=value or an ENV=value assignment (the labeler's own
+# pattern for what the checker reads as a setting there).
+_CMD_VALUE = re.compile(r"(?<![\w-])--[a-z][\w-]+=[^\s'\";,]+|(?<![\w.-])[A-Z][A-Z0-9_]{2,}=[^\s'\";,)]+")
 
 
 def _question(rd: RangeReading, q: str, m: Message, later: list[Message], ref_of: Any) -> None:
@@ -329,7 +335,8 @@ _CONFIG_EXT = re.compile(r"\.(?:json|ya?ml|toml|ini|cfg|conf|env|properties|tfva
 _SHOW_CONFIG = re.compile(r"^\s*(?:cat|head|tail|less|more)\b[^|;&]*?\s(?P<path>[^\s|;&]*(?:\.(?:env|ya?ml|toml|ini|cfg|"
                           r"conf|properties|tfvars)|/\.env))(?:\s|$)")
 _DIRECTIVE_ROW = re.compile(r"^\s*[a-z_]+\s+[\w.:/-]*\d[\w.:/-]*;$")  # nginx: keepalive_timeout 65s;
-_CFG_ROW = re.compile(r"^\s*[\"']?[\w.@/-]+[\"']?\s*[:=]\s*[\"']?[\w.^~<>=@/-]*\d[\w.^~<>=@/-]*[\"']?,?\s*$")
+# A config row whose value holds a number; a call in the value counts (pool = sized(3009)).
+_CFG_ROW = re.compile(r"^\s*[\"']?[\w.@/-]+[\"']?\s*[:=]\s*[\"']?[\w.^~<>=@/()-]*\d[\w.^~<>=@/()-]*[\"']?,?\s*$")
 
 
 def grep_file(cmd: str | None) -> str | None:
@@ -570,8 +577,14 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
                 parts.append("it printed " + "; ".join(f"`{b}`" for b in shown))
             if not parts:
                 parts.append("its output was read and nothing in it is needed word for word")
+            # A value set on the command line (npm ls --depth=0, LOG_LEVEL=debug make test) is one
+            # the checker keeps: the step stays, with the value quoted if the command's quote lost it.
+            knobs = [k for k in dict.fromkeys(_CMD_VALUE.findall(_CD.sub("", cmd or ""))) if k not in what]
+            if knobs:
+                parts.append("with " + ", ".join(code(k, 80) for k in knobs[:4]))
+            pinned = bool(_CMD_VALUE.search(_CD.sub("", cmd or "")))
             rd.add("steps", f"{verbs['ran']} {what} ({ref}): " + "; ".join(p for p in parts if p) + ".",
-                   1 if errors or counts else 2 if hits else 3, bool(errors))
+                   1 if errors or counts or pinned else 2 if hits else 3, bool(errors or pinned or hits))
             if count(m.text) >= big_output_tokens:
                 rd.add("dropped", f"The full output of {what} is folded here; restore {ref} if its raw text is needed.", 4)
 

@@ -270,6 +270,17 @@ def _topic(msgs: list[Any]) -> str:
     return (" and ".join(tools[:2]) + " output") if tools else "earlier discussion"
 
 
+def _facts_in_range(session: Any, idx: set[int], msgs: list[Any]) -> list[Any]:
+    """The session's facts a range holds: those it introduces, then earlier ones one of its
+    messages quotes again (an agent's note "Noting for later: torbrar v2.35.4"). The checker
+    reads every exact value in the range's text, wherever the fact was first said."""
+    own = facts_of(session, idx)
+    text = "\n".join(" ".join(m.text.split()) for m in msgs)
+    quoted = [f for f in session.facts if f not in own and f.message < min(idx, default=0)
+              and " ".join(f.text.split()) and " ".join(f.text.split()) in text]
+    return own + quoted
+
+
 def _compress(kind: str, point: DecisionPoint, pieces: list[Piece], hs: Hindsight, doctrine: Any, rng: Any,
               cfg: LabelConfig, reason: str, leads: tuple[str, ...]) -> Label:
     pieces = sorted(pieces, key=lambda p: p.refs[0])
@@ -278,7 +289,7 @@ def _compress(kind: str, point: DecisionPoint, pieces: list[Piece], hs: Hindsigh
     for p in pieces:
         msgs = [point.by_id[i] for i in p.ids]
         idx = {session_index_of(i) for i in p.ids} - {None}
-        facts = [(f.text, f.kind, f.id in needed_ids) for f in facts_of(point.session, idx)]
+        facts = [(f.text, f.kind, f.id in needed_ids) for f in _facts_in_range(point.session, idx, msgs)]
         out = compose_tier1(msgs, point.state, facts, doctrine, rng, point.count_tokens, cfg,
                            max_chars=point.kconfig.compress.max_summary_length)
         if not out.passed:

@@ -2,7 +2,7 @@
 
 Go, Rust, JVM/Gradle, rspec, compiler and linter diagnostics (mypy, go vet, actionlint,
 psql), systemd units and journal lines, tool-prefixed errors (``pg_dump: error:``,
-``nginx: [emerg]``), ``kubectl``'s ``Error from server`` and Terraform's boxed errors.
+``nginx: [emerg]``), nginx's error log, ``kubectl``'s ``Error from server`` and Terraform's boxed errors.
 :func:`read_failures` gives the exact lines a handoff must quote, where the failure was
 raised and the run's counts. Written apart from the conformance checker's extraction on
 purpose: the checker judges the labels, it never writes them (DESIGN.md).
@@ -37,6 +37,9 @@ _DIAG_SIGN = re.compile(r"^(?:[\w-]+:)?[\w./@+-]+\.[A-Za-z]{1,5}:\d+(?::\d+:|:\s
 _UNIT_FAILED = re.compile(r"^Active: (?:failed|inactive \(dead\)|activating \(auto-restart\))(?: \(Result: [\w-]+\))?")
 _EXIT_STATUS = re.compile(r"status=\d+/[A-Z]+")
 _TOOL_SAYS = re.compile(r"^[\w.@-]+: (?:error|fatal|FATAL|ERROR|\[(?:emerg|alert|crit|error)\]):? .+$")
+# nginx's error log: a date, the level in brackets, pid#tid and a connection number, then the message.
+_NGINX_ERROR = re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d \[(?:emerg|alert|crit|error|warn)\] \d+#\d+: "
+                          r"(?:\*\d+ )?(?P<msg>.+)$")
 _SERVER = re.compile(r"^(?:Error from server \(\w+\): .+|Error: .+|error: .+)$")
 _NODE_AT = re.compile(r"^at .*?\(?(?P<loc>(?!node:|internal/)[^\s()]+\.[cm]?[jt]sx?:\d+):\d+\)?$")
 _COUNT_LINES = (
@@ -77,6 +80,10 @@ def read_failures(out: str) -> Failures:
 
 
 def _read_line(s: str, f: Failures) -> None:
+    m = _NGINX_ERROR.match(s)
+    if m:  # the message is the error; the date and the ids change with every request
+        f.add(m.group("msg"))
+        return
     m = _GO_TEST.match(s)
     if m:
         f.add(f"--- FAIL: {m.group(1)}")

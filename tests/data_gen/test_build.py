@@ -211,3 +211,28 @@ def test_the_build_audits_memorisation_in_its_manifest_card_and_inspect(built, c
     assert "[audit] heldout: structure_seen" in capsys.readouterr().out
     assert main(["audit", str(built), "--memorisation"]) == 0
     assert "[audit] train:" in capsys.readouterr().out
+
+
+def test_labelling_is_counted_per_source_in_the_manifest_and_card(built):
+    manifest = json.loads((built / "manifest.json").read_text())
+    counts = manifest["counts"]
+    per = counts["labelling"]
+    recipe = small()
+    # every synthetic family by its name, recorded trajectories by their source
+    assert set(recipe.sources.synthetic.families) <= set(per) and "swe_rebench" in per
+    for src, c in per.items():
+        assert c["points"] >= c["labelled"] > 0, src
+    # the per-source skips add up to the whole build's
+    whole = {k: n for k, n in counts["rejects"].items() if k.startswith("skipped:")}
+    summed: dict[str, int] = {}
+    for c in per.values():
+        for k, n in c.items():
+            if k.startswith("skipped:"):
+                summed[k] = summed.get(k, 0) + n
+    assert summed == whole and whole
+    card = (built / "README.md").read_text().split("## Labelling per source")[1].split("\n## ")[0]
+    for src, c in per.items():
+        row = next(line for line in card.splitlines() if line.startswith(f"| {src} |"))
+        cells = [x.strip() for x in row.strip("|").split("|")]
+        sf, kr = c.get("skipped:summary_failed", 0), c.get("skipped:kernel_rejected", 0)
+        assert cells[1:6] == [str(c["points"]), str(c["labelled"]), str(sf), str(kr), f"{(sf + kr) / c['points']:.3f}"]

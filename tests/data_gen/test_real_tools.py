@@ -189,3 +189,21 @@ def test_git_history_is_shown_only_where_a_repository_tracks_the_file(tmp_path):
     assert _filler(_Shell(json_tree, scratch, cfg), "git_log", jt) is None  # no repository: no git call
     with pytest.raises(UnsafeCommand):
         check_read_only(["git", "commit", "-m", "x"])
+
+
+def test_a_failing_check_is_known_by_its_own_line_and_a_file_named_after_its_tree():
+    # Doctest's closing banner is the same in every session and a check named after the
+    # function alone (check_main.txt) repeats across trees: neither may be what an unseen
+    # tree's label keeps, or a held-out fold could be written from memory of train.
+    cfg = RealToolsSource(trees=["stdlib/json"], tasks=["failing_check"])
+    for name in ("stdlib/json", "site/iniconfig"):
+        tree = resolve_tree(name)
+        pkg = name.split("/")[1]
+        for seed in (0, 1):
+            s = session_for(tree, seed, cfg)
+            assert s.meta["task"] == "failing_check"
+            err = next(f for f in s.facts if f.kind == "error_strings")
+            check = f"check_{pkg}_{s.meta['target']['name']}.txt"
+            assert err.text.startswith(f'File "{check}", line ') and err.used_at, err.text
+            assert "***Test Failed***" in s.messages[err.message]["content"]  # the banner is still shown
+            assert not any("***Test Failed***" in f.text for f in s.facts)
