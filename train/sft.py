@@ -23,9 +23,9 @@ from plumbing.runs import (
     fingerprint_sha256,
     manifest_content_sha256,
     redact_secrets,
-    rerun_differences,
     write_manifest,
 )
+from plumbing.stage import decide, record_fingerprint
 
 from .recipe import TrainRecipe
 
@@ -134,7 +134,7 @@ def latest_checkpoint(ckpt_dir: Path, log=None) -> Path | None:
 def train_fingerprint(recipe: TrainRecipe) -> dict[str, Any]:
     """What a training's adapter is computed from: the resolved recipe (secrets redacted) and
     the content of the data stage's manifest (it lists every shard's sha256). The manifest
-    records it; a hand-run rerun compares (:func:`plumbing.runs.rerun_differences`, as ``dtw data`` does)."""
+    records it and the stage folder's marker; a rerun decides with it (:func:`plumbing.stage.decide`)."""
     return {"recipe": redact_secrets(recipe.model_dump(mode="json")),
             "data": manifest_content_sha256(recipe.data.dir)}
 
@@ -173,25 +173,27 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
     run = RunDir.create(out)
     stage = run.stage("train")
     fingerprint = train_fingerprint(recipe)
-    if run.complete("train") and not resume and not force:
-        diffs = rerun_differences(run.manifest("train") or {}, fingerprint)
-        if not diffs:
-            log(f"[skip] train: {stage / 'manifest.json'} exists (trained from this recipe and data)")
-            return stage
-        raise TrainingChanged(f"train: {stage} was trained from something else ({'; '.join(diffs)}); "
-                              "use --force to retrain it, or a new --out")
-    started = time.time()
-    stage.mkdir(parents=True, exist_ok=True)
     ckpt_dir = stage / "checkpoints"
+    decision = decide(stage, fingerprint, name="train", force=force, resume=resume, resumable=True,
+                      partial=not run.complete("train") and any(ckpt_dir.glob("checkpoint-*")),
+                      hint="use --force to retrain it, or a new --out")
+    if decision.action == "skip":
+        log(f"[skip] {decision.reason}")
+        return stage
+    if decision.action == "refuse":
+        raise TrainingChanged(decision.reason)
+    started = time.time()
     if state.is_main_process:
-        (stage / "manifest.json").unlink(missing_ok=True)  # the stage is incomplete until the end
-        if force:  # afresh: the old run's checkpoints and adapter are of other inputs
+        if decision.fresh:  # afresh: the old run's checkpoints and adapter are of other inputs
             import shutil
 
             for own in (ckpt_dir, stage / "final"):
                 if own.is_dir() and not own.is_symlink():
                     shutil.rmtree(own)
+        record_fingerprint(stage, "train", fingerprint, writes=("checkpoints", "final"),
+                           legacy=("checkpoints", "final"))  # incomplete until the manifest, last
     state.wait_for_everyone()
+    resume = decision.action == "resume"
 
     data_manifest = check_data_dir(recipe.data.dir)
     resolved = resolve_model(recipe.model.spec)
