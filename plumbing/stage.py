@@ -51,7 +51,7 @@ class Decision:
 
     action: Action
     reason: str
-    fresh: bool = False  # start: earlier work of the stage is in the folder and must go first
+    fresh: bool = False  # start: the stage's earlier work in the folder (if any) must go first
     differences: tuple[str, ...] = field(default=())
 
     @property
@@ -108,7 +108,7 @@ def decide(folder: str | Path, fingerprint: dict[str, Any], *, name: str, force:
     if partial is None:
         partial = not complete and _has_work(folder)
     if force:
-        return Decision("start", f"{name}: --force, {folder} is redone", fresh=complete or partial)
+        return Decision("start", f"{name}: --force, {folder} is redone", fresh=True)
     if not complete and not partial:
         return Decision("start", f"{name}: {folder} starts")
     diffs = ["fingerprint: (not recorded)"] if recorded is None else differences(recorded, fingerprint)

@@ -2,11 +2,14 @@
 
     python -m train configs/train/demo.yaml --out runs/demo
     accelerate launch --config_file configs/accelerate/cpu.yaml -m train configs/train/demo.yaml --out runs/demo
-    python -m train configs/train/demo.yaml --out runs/demo --resume      # continue from the latest checkpoint
+    python -m train configs/train/demo.yaml --out runs/demo trainer.max_steps=200 --resume  # go on, more steps
 
 Checkpoints go to ``runs/<name>/train/checkpoints/checkpoint-<step>/`` (full trainer state:
 optimizer, scheduler, RNG, data position), the final adapter to ``runs/<name>/train/final/``
-and the stage manifest last. The recipe is the same for every topology.
+and the stage manifest last. The recipe is the same for every topology. A rerun decides with
+:func:`plumbing.stage.decide`: complete from the same recipe and data, skipped; interrupted,
+resumed from its newest intact checkpoint; trained or started from others, refused
+(``--force`` starts afresh, ``--resume`` goes on from the checkpoints anyway).
 """
 
 from __future__ import annotations
@@ -156,9 +159,10 @@ class Curriculum:
 def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, force: bool = False,
                  log=print, callbacks: list | None = None) -> Path:
     """Train ``recipe`` into ``<out>/train/`` (checkpoints, final adapter, metrics, manifest
-    last). A complete stage trained from the same recipe and data is skipped, one trained
-    from others is refused (:class:`TrainingChanged`) unless ``resume`` (continue it) or
-    ``force`` (start afresh: its checkpoints and adapter are deleted). Returns the stage folder."""
+    last). A complete stage trained from the same recipe and data is skipped, an interrupted
+    one resumes from its checkpoints; one trained or started from others is refused
+    (:class:`TrainingChanged`) unless ``resume`` (continue it anyway) or ``force`` (start
+    afresh: its checkpoints and adapter are deleted). Returns the stage folder."""
     import torch
     from accelerate import PartialState
 
