@@ -238,7 +238,7 @@ def _adapter_identity(recipe: EvalRecipe) -> str | None:
     """sha256 of every file of the adapter folder (weights in any format, config, tokenizer,
     template; its manifest and subfolders left out, so a re-export of the same weights keeps
     it). None: no adapter in this run."""
-    d = recipe.backend.factory_settings().get("adapter_dir")
+    d = recipe.backend.adapter_dir
     if not d:
         return None
     folder = Path(d)
@@ -255,7 +255,7 @@ def adapter_input(recipe: EvalRecipe) -> Path | None:
     from eval.arms import ARM_INFO
     from plumbing.adapters import complete_adapter
 
-    d = recipe.backend.factory_settings().get("adapter_dir")
+    d = recipe.backend.adapter_dir
     uses = recipe.backend.name in ("hf", "vllm") or any(
         getattr(ARM_INFO.get(a), "use_adapter", False) for a in recipe.arms)
     if not d or not uses:
