@@ -204,8 +204,8 @@ class BackendSpec(BaseConfig):
     @classmethod
     def _no_keys(cls, v: dict[str, Any]) -> dict[str, Any]:
         if "adapter_dir" in v:  # one home: the harness, the checks and the fingerprint read that one
-            raise ValueError("backend.settings.adapter_dir: the adapter folder is given as backend.adapter_dir "
-                             "(one key); move it there")
+            raise ValueError("the adapter folder is backend.adapter_dir (its one key), not "
+                             "backend.settings.adapter_dir; move it there")
         for k in v:
             if k.lower() in ("api_key", "key", "token", "password", "secret"):
                 raise ValueError(f"backend.settings.{k}: never put a key in a recipe; name its "

@@ -129,10 +129,10 @@ def test_recipe_validation():
     with pytest.raises(ConfigError, match="adapter_dir"):
         load_config(SMOKE, EvalRecipe, ["backend.name=hf", "backend.model=tiny:smollm2-135m-instruct"])
     for backend in ("hf", "vllm", "oracle"):  # the adapter folder has one key: the old second one is refused
-        with pytest.raises(ConfigError, match=r"backend\.settings\.adapter_dir: .*backend\.adapter_dir") as err:
+        with pytest.raises(ConfigError, match=r"backend\.settings: the adapter folder is backend\.adapter_dir "
+                                              r"\(its one key\), not backend\.settings\.adapter_dir"):
             load_config(SMOKE, EvalRecipe, [f"backend.name={backend}", "backend.model=tiny:smollm2-135m-instruct",
                                             "backend.settings={adapter_dir: runs/x/adapter}"])
-        assert "\n" not in str(err.value).strip()
     with pytest.raises(ConfigError, match="unknown key"):
         load_config(SMOKE, EvalRecipe, ["windowz=[1]"])
 
