@@ -13,7 +13,8 @@ from doctrine.label.config import LabelConfig
 from eval.backends.oracle import make_oracle
 from eval.metrics import mean_ci
 from eval.workloads.base import RunContext
-from eval.workloads.held_out.workload import normalise_row, run_row, select_rows
+from eval.workloads.held_out.rows import normalise_row
+from eval.workloads.held_out.workload import run_row, select_rows
 
 # Sessions whose replay at the recovery window holds recovery calls (found by replaying seeds 0-7).
 SESSIONS = (("proc_python", 4), ("proc_k8s", 1), ("proc_k8s", 0))
