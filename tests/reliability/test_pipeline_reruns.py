@@ -21,27 +21,14 @@ from plumbing.recipe_loader import load_config
 from plumbing.runs import file_sha256, read_manifest, write_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
-EVAL = """name: quick
-doctrine_version: v1
-backend: {name: oracle}
-arms: [doctrine, base_slim]
-workloads:
-  - name: held_out
-    settings: {split: heldout, limit: 2}
-windows: [2048]
-seeds: [0]
-concurrency: 1
-max_tokens: 64
-horizon: 2
-gate: aggressive
-"""
+EVAL = Path(__file__).with_name("fixtures") / "oracle_eval.yaml"
 
 
 def recipes(folder: Path) -> dict[str, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     out = {"eval": folder / "eval.yaml", "data": folder / "data.yaml", "data3": folder / "data3.yaml",
            "train": folder / "train.yaml", "train9": folder / "train9.yaml"}
-    out["eval"].write_text(EVAL)
+    out["eval"].write_text(EVAL.read_text())
     data = (ROOT / "configs/data/smoke.yaml").read_text()
     out["data"].write_text(data)
     out["data3"].write_text(data.replace("  horizon: 2\n", "  horizon: 3\n"))

@@ -23,20 +23,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
-EVAL = """name: contract
-doctrine_version: v1
-backend: {name: oracle}
-arms: [doctrine, base_slim]
-workloads:
-  - name: held_out
-    settings: {split: heldout, limit: 2}
-windows: [2048]
-seeds: [0]
-concurrency: 1
-max_tokens: 64
-horizon: 2
-gate: aggressive
-"""
+EVAL = Path(__file__).with_name("fixtures") / "oracle_eval.yaml"  # the oracle backend: no model
 
 
 def dtw(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -50,17 +37,6 @@ def data(tmp_path_factory) -> Path:
     done = dtw("data", "configs/data/smoke.yaml", "--out", str(out))
     assert done.returncode == 0, done.stderr[-2000:]
     return out
-
-
-@pytest.fixture(scope="module")
-def sft_rows(tmp_path_factory) -> Path:
-    """The training tests' few short rows (tests/train/conftest.py): quick steps on a busy CPU."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("train_fixture_rows", ROOT / "tests/train/conftest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod.build_sft_data(tmp_path_factory.mktemp("rows") / "data", n_train=4, n_val=2)
 
 
 def test_dtw_data_skips_refuses_forces_and_restarts_a_cut_build(tmp_path):
@@ -127,7 +103,7 @@ def test_dtw_train_resumes_after_a_kill_and_skips_refuses_forces(sft_rows, tmp_p
 
 def test_dtw_eval_resumes_its_cases_and_skips_refuses_forces(data, tmp_path):
     recipe = tmp_path / "eval.yaml"
-    recipe.write_text(EVAL)
+    recipe.write_text(EVAL.read_text())
     out = tmp_path / "eval"
     common = [str(recipe), "--out", str(out), f"data_dir={data}"]
     cut = dtw("eval", *common, "--max-cases", "1")  # interrupted after one case
