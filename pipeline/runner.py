@@ -10,10 +10,10 @@ table :data:`PIPELINE` says, per stage, what runs it (a function here, or the ``
 it prints) and what it reads; every stage goes through :func:`plumbing.stage.decide`, as
 ``dtw data``, ``dtw train`` and ``dtw eval`` run by hand do: a stage whose manifest exists is
 skipped when it was computed from the same inputs, an interrupted training resumes from its
-checkpoints (the eval from its case files), so a rerun goes on where the last one stopped. A
-stage's inputs are its fingerprint
-(:func:`stage_fingerprint`, kept in ``runs/<run_name>/fingerprints.json``): its recipe after
-the pipeline's overrides and the content hashes of the manifests of the stages before it.
+checkpoints (the eval from its case files), so a rerun goes on where the last one stopped.
+A stage's inputs are its fingerprint (:func:`stage_fingerprint`, kept in
+``runs/<run_name>/fingerprints.json``): its recipe after the pipeline's overrides and the
+content hashes of the manifests of the stages before it.
 A complete stage whose fingerprint changed (another data recipe, model, doctrine...) is
 refused with the differences listed; ``--force STAGE`` reruns it and every stage after it
 (a name that is no stage, or a stage the recipe does not run, is refused with a suggestion),

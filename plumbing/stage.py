@@ -95,12 +95,13 @@ def decide(folder: str | Path, fingerprint: dict[str, Any], *, name: str, force:
            hint: str = "use --force to redo it, or a new --out") -> Decision:
     """What ``name``'s stage does with ``folder`` given the ``fingerprint`` of its inputs.
 
-    ``resume`` (a stage that is ``resumable``): go on from the folder's work even where the
-    inputs changed (a training given more steps), instead of refusing. ``partial``: whether the folder holds interrupted work (default: files besides the run
-    marker while there is no manifest); ``recorded``: the fingerprint of the folder's work
-    (default :func:`recorded_fingerprint`); ``differences``: ``key: old -> new`` lines between a
-    recorded and a new fingerprint, [] when the new one may go on from the old (the eval's
-    lets a recipe add arms); ``hint``: how to go on, ending a refusal."""
+    ``resumable``: the stage can go on from interrupted work; ``resume`` (asked by the user):
+    go on from it even where the inputs changed (a training given more steps) instead of
+    refusing. ``partial``: whether the folder holds interrupted work (default: files besides
+    the run marker while there is no manifest); ``recorded``: the fingerprint of the folder's
+    work (default :func:`recorded_fingerprint`); ``differences``: ``key: old -> new`` lines
+    between a recorded and a new fingerprint, [] when the new one may go on from the old (the
+    eval's lets a recipe add arms); ``hint``: how to go on, ending a refusal."""
     folder = Path(folder)
     complete = read_manifest(folder) is not None
     if recorded is _UNSET:
