@@ -19,9 +19,8 @@ def add_build(p) -> None:
 
 
 def _build(args: argparse.Namespace, recipe) -> int:
-    from pathlib import Path
-
-    from plumbing.runs import RunFolderError, out_dir_error, read_manifest, rerun_differences
+    from plumbing.runs import RunFolderError, out_dir_error
+    from plumbing.stage import decide, record_fingerprint
 
     if not args.out:
         print("error: --out runs/<name>/data is required", file=sys.stderr)
@@ -31,20 +30,20 @@ def _build(args: argparse.Namespace, recipe) -> int:
         return 2
     from doctrine.spec import resolve_doctrine
 
-    from .build import EmptyCurriculum, build_curriculum, data_fingerprint
+    from .build import SPLITS, EmptyCurriculum, build_curriculum, data_fingerprint
 
-    old = read_manifest(args.out)
-    if old is not None and not args.force:
-        # Complete: skip only when it was built from this recipe, doctrine and input files.
-        new = data_fingerprint(recipe, resolve_doctrine(recipe.doctrine_version))
-        diffs = rerun_differences(old, new)  # the rule dtw train applies too
-        if not diffs:
-            print(f"[skip] data: {Path(args.out) / 'manifest.json'} exists (built from this recipe)")
-            return 0
-        print(f"error: data: {args.out} was built from something else ({'; '.join(diffs)}); "
-              "use --force to rebuild it, or a new --out", file=sys.stderr)
+    # Built from this recipe, doctrine and input files already: skip; from others: refuse.
+    fingerprint = data_fingerprint(recipe, resolve_doctrine(recipe.doctrine_version))
+    decision = decide(args.out, fingerprint, name="data", force=args.force,
+                      hint="use --force to rebuild it, or a new --out")
+    if decision.action == "skip":
+        print(f"[skip] {decision.reason}")
+        return 0
+    if decision.action == "refuse":
+        print(f"error: {decision.reason}", file=sys.stderr)
         return 2
     try:
+        record_fingerprint(args.out, "data", fingerprint, writes=(*SPLITS, "README.md"))
         build_curriculum(recipe, args.out)
     except (RunFolderError, EmptyCurriculum) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -55,7 +55,6 @@ from plumbing.runs import (
     fingerprint_sha256,
     nonfinite_to_null,
     paths_sha256,
-    read_manifest,
     redact_secrets,
     remove_own_files,
     write_manifest,
@@ -239,7 +238,7 @@ def _adapter_identity(recipe: EvalRecipe) -> str | None:
     """sha256 of every file of the adapter folder (weights in any format, config, tokenizer,
     template; its manifest and subfolders left out, so a re-export of the same weights keeps
     it). None: no adapter in this run."""
-    d = recipe.backend.factory_settings().get("adapter_dir")
+    d = recipe.backend.adapter_dir
     if not d:
         return None
     folder = Path(d)
@@ -256,7 +255,7 @@ def adapter_input(recipe: EvalRecipe) -> Path | None:
     from eval.arms import ARM_INFO
     from plumbing.adapters import complete_adapter
 
-    d = recipe.backend.factory_settings().get("adapter_dir")
+    d = recipe.backend.adapter_dir
     uses = recipe.backend.name in ("hf", "vllm") or any(
         getattr(ARM_INFO.get(a), "use_adapter", False) for a in recipe.arms)
     if not d or not uses:
@@ -285,10 +284,6 @@ def _stamps(fp: dict[str, Any]) -> dict[str, str]:
             for name, settings in fp["workloads"].items()}
 
 
-def _hash(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """``key: old -> new`` for each difference; workloads (and their data) only where both have them."""
     per = ("workloads", "data")
@@ -303,30 +298,51 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return diffs
 
 
-def _check_recipe(out: Path, recipe: EvalRecipe, jobs: list[Job], base_dir: Path | None, doctrine: Any) -> dict[str, str]:
-    """Record the run's fingerprint and plan in ``out/recipe.json``, or refuse a folder whose
-    finished cases came from a different one. Returns the per-workload stamps."""
-    new = run_fingerprint(recipe, base_dir, doctrine)
+def _selection(recipe: EvalRecipe) -> dict[str, Any]:
+    cfg = recipe.model_dump(mode="json")
+    return {k: cfg.get(k) for k in _SELECTION}
+
+
+def _recorded(out: Path) -> dict[str, Any] | None:
+    """What the folder's last run recorded in ``recipe.json``: its fingerprint and selection
+    (None: no run yet); an unreadable file is a :class:`RunConflict`."""
     path = out / RECIPE_FILE
     try:
-        old = json.loads(path.read_text(encoding="utf-8"))["fingerprint"]
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        return {"fingerprint": dict(rec["fingerprint"]), "selection": rec.get("selection")}
     except FileNotFoundError:
-        old = None
+        return None
     except (OSError, ValueError, KeyError, TypeError):
         raise RunConflict(f"{path} is unreadable; use a new --out, or --force to start this one afresh") from None
+
+
+def _decide(out: Path, new: dict[str, Any], recipe: EvalRecipe, force: bool):
+    """The stage decision (:func:`plumbing.stage.decide`) for an eval folder: a rerun may add
+    arms, windows, seeds or workloads and resume; any other change is refused."""
+    from plumbing.stage import decide
+
+    recorded = None if force else _recorded(out)
+    return decide(out, {"fingerprint": new, "selection": _selection(recipe)}, name="eval", force=force,
+                  resumable=True, recorded=recorded,
+                  partial=(out / RECIPE_FILE).exists() or (out / "cases").exists(),
+                  differences=lambda old, now: _differences(old["fingerprint"], now["fingerprint"]),
+                  hint="use a new --out, or --force to discard its cases")
+
+
+def _record(out: Path, recipe: EvalRecipe, new: dict[str, Any], old: dict[str, Any] | None,
+            jobs: list[Job]) -> dict[str, str]:
+    """Record the run's fingerprint (with the workloads an earlier run of the folder added),
+    selection and plan in ``out/recipe.json``. Returns the per-workload stamps."""
     if old is not None:
-        diffs = _differences(old, new)
-        if diffs:
-            raise RunConflict(f"{out} holds cases computed from something else ({'; '.join(diffs)}); "
-                              "use a new --out, or --force to discard its cases")
         new = {**new, "workloads": {**old.get("workloads", {}), **new["workloads"]},
                "data": {**(old.get("data") or {}), **new["data"]}}
     # What the report needs of the recipe besides the cases (report-only settings).
     report = {"non_inferiority": cfg_ni} if (cfg_ni := recipe.model_dump(mode="json").get("non_inferiority")) else {}
     stamps = _stamps(new)
     planned = [_relative(out, j) for j in jobs]
-    atomic_write_json(path, {"sha256": _hash(new), "fingerprint": new, "report": report, "stamps": stamps,
-                             "plan": planned})
+    atomic_write_json(out / RECIPE_FILE, {"sha256": fingerprint_sha256(new), "fingerprint": new,
+                                          "selection": _selection(recipe), "report": report, "stamps": stamps,
+                                          "plan": planned})
     return stamps
 
 
@@ -394,16 +410,29 @@ def run_eval(recipe: EvalRecipe, out: str | Path, *, backend: Backend | None = N
     from doctrine.spec import resolve_doctrine
 
     with _run_lock(out):
-        if force:
-            _discard(out)
         doc = resolve_doctrine(recipe.doctrine_version)
         jobs = plan(recipe, base_dir)
         if not jobs:  # "complete" must mean something was done
             raise ValueError(f"the recipe plans no case: none of its workloads ({', '.join(w.name for w in recipe.workloads)}) "
                              f"has a case it runs on the arms {recipe.arms}; nothing was run or marked complete")
-        stamps = _check_recipe(out, recipe, jobs, base_dir, doc)
+        new = run_fingerprint(recipe, base_dir, doc)
+        decision = _decide(out, new, recipe, force)
+        if decision.action == "refuse":
+            raise RunConflict(decision.reason)
+        if decision.fresh:
+            _discard(out)
+        if decision.action == "skip" and not _todo(out, jobs, _stamps(new)):
+            log(f"eval: all {len(jobs)} cases already done in {out}")
+            return RunSummary(len(jobs), len(jobs), len(jobs), 0)
+        recorded = _recorded(out) if decision.action != "start" else None
+        stamps = _record(out, recipe, new, (recorded or {}).get("fingerprint"), jobs)
         return _run_locked(recipe, out, jobs, stamps, doc, backend=backend, max_jobs=max_jobs, log=log,
                            adapter=adapter, base_dir=base_dir)
+
+
+def _todo(out: Path, jobs: list[Job], stamps: dict[str, str]) -> list[Job]:
+    """The jobs without a finished case file under their workload's current stamp."""
+    return [j for j in jobs if not _finished(case_path(out, j.arm, j.case_id, j.seed), stamps[j.workload])]
 
 
 def _run_locked(recipe: EvalRecipe, out: Path, jobs: list[Job], stamps: dict[str, str], doc: Any, *,
@@ -416,14 +445,9 @@ def _run_locked(recipe: EvalRecipe, out: Path, jobs: list[Job], stamps: dict[str
     if profiles.get("profile_mismatch"):
         log(f"eval: warning: the distilled arm runs under {len(profiles['profile_mismatch'])} serving "
             f"profile(s) the adapter was not trained with (allow_profile_mismatch: true)")
-    todo = [j for j in jobs if not _finished(case_path(out, j.arm, j.case_id, j.seed), stamps[j.workload])]
+    todo = _todo(out, jobs, stamps)
     skipped = len(jobs) - len(todo)
-    if todo and (out / MANIFEST).exists():  # the recipe grew: the run is incomplete again
-        (out / MANIFEST).unlink()
-    old = read_manifest(out)
-    if not todo and old is not None and old.get("config") == redact_secrets(recipe.model_dump(mode="json")):
-        log(f"eval: all {len(jobs)} cases already done in {out}")
-        return RunSummary(len(jobs), len(jobs), skipped, 0)
+    (out / MANIFEST).unlink(missing_ok=True)  # incomplete until the manifest is written again, last
     if max_jobs is not None:
         todo = todo[:max(0, max_jobs)]
     _status(out, len(jobs), skipped, False)

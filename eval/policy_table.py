@@ -15,9 +15,9 @@ import json
 import sys
 from pathlib import Path
 
+from eval.arm_names import ARM_NAMES
 from eval.harness import load_results
 from eval.metrics import mean, mean_ci, metric_scale
-from eval.recipe import ARM_NAMES
 from eval.report import default_report_dir
 
 SCORE = {"marathon": "probe_score", "probes": "accuracy"}

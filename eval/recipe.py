@@ -28,17 +28,8 @@ from pydantic import (
     model_validator,
 )
 
+from eval.arm_names import ARM_NAMES, DEFAULT_ARMS
 from plumbing.recipe_loader import BaseConfig, describe_errors
-
-DEFAULT_ARMS = ("full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", "auto_compact", "micro_auto",
-                "deterministic", "doctrine", "base_slim", "distilled")
-# The reference fold: the distilled frame answered by the oracle policy whatever the backend
-# (eval.harness.reference_backend); run only where a recipe names it.
-REFERENCE_ARMS = ("oracle",)
-# The seeds' other policies (eval/arms/policies/): run only where a recipe names them.
-POLICY_ARMS = ("compact_tail", "compact_step_cut", "compact_offload", "compact_retry_collapse", "compact_plus",
-               "lcm", "full_retention_search")
-ARM_NAMES = DEFAULT_ARMS + REFERENCE_ARMS + POLICY_ARMS
 
 
 def check_settings(model: type[BaseConfig], value: dict[str, Any], where: str, label: str = "") -> dict[str, Any]:
@@ -96,13 +87,12 @@ class StrictSettings(BaseConfig):
 
 # ----------------------------------------------------------------------------- backends
 # What ``backend.settings`` may hold for each backend: the keyword arguments of its
-# constructor (eval.backends.<name>), with the same defaults. ``model`` and ``adapter_dir``
-# are usually given as backend.model / backend.adapter_dir instead.
+# constructor (eval.backends.<name>), with the same defaults, less ``adapter_dir``: the adapter
+# folder has one key, backend.adapter_dir. ``model`` is usually given as backend.model.
 
 
 class HFSettings(StrictSettings):
     model: str | None = Field(None, description="a model spec (plumbing.models)")
-    adapter_dir: str | None = Field(None, description="PEFT adapter folder, used by the distilled arm")
     dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="dtype the weights load in")
     chat_template: str = Field(
         "auto", description="auto (the tokenizer's, else the project's) or a template name")
@@ -114,7 +104,6 @@ class HFSettings(StrictSettings):
 
 class VLLMSettings(StrictSettings):
     model: str | None = Field(None, description="a model spec (plumbing.models)")
-    adapter_dir: str | None = Field(None, description="PEFT adapter folder, used by the distilled arm")
     adapter_name: str = Field("adapter", description="LoRA module name of the adapter")
     max_lora_rank: int = Field(8, ge=1, description="vLLM's --max-lora-rank: at least the adapter's rank")
     max_model_len: int = Field(4096, ge=256, description="longest prompt plus reply vLLM accepts (tokens)")
@@ -214,6 +203,9 @@ class BackendSpec(BaseConfig):
     @field_validator("settings")
     @classmethod
     def _no_keys(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if "adapter_dir" in v:  # one home: the harness, the checks and the fingerprint read that one
+            raise ValueError("the adapter folder is backend.adapter_dir (its one key), not "
+                             "backend.settings.adapter_dir; move it there")
         for k in v:
             if k.lower() in ("api_key", "key", "token", "password", "secret"):
                 raise ValueError(f"backend.settings.{k}: never put a key in a recipe; name its "
@@ -256,7 +248,7 @@ class BackendSpec(BaseConfig):
         if self.model is not None:
             out.setdefault("model", self.model)
         if self.adapter_dir is not None:
-            out.setdefault("adapter_dir", self.adapter_dir)
+            out["adapter_dir"] = self.adapter_dir
         return out
 
 

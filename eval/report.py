@@ -20,6 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from eval.arm_names import REFERENCE_ARMS, REPORT_ORDER
 from eval.metric_defs import COUNTS, definitions_for
 from eval.metrics import (
     CLUSTER_METHOD,
@@ -36,7 +37,6 @@ from eval.metrics import (
     paired_balanced,
     paired_comparison,
 )
-from eval.recipe import REFERENCE_ARMS
 from plumbing.runs import (
     MANIFEST,
     atomic_write,
@@ -79,8 +79,7 @@ HEADLINE = [("balanced_acc", "held_out", "balanced_acc"), ("compress_success", "
             ("peak_context", "marathon", "peak_context"), ("recall_probes", "probes", "accuracy"),
             ("prompt_tok/call", "calls", "prompt_per_call"), ("max_prompt", "calls", "max_prompt"),
             ("doctrine_share", "calls", "doctrine_share")]
-ARM_ORDER = ["full", "n_latest_10", "n_latest_20", "n_latest_40", "sliding", "auto_compact", "micro_auto",
-             "deterministic", "oracle", "doctrine", "base_slim", "distilled"]
+ARM_ORDER = list(REPORT_ORDER)
 
 
 class ReportError(ValueError):

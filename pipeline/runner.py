@@ -5,11 +5,15 @@
     dtw run configs/pipeline/demo.yaml --print-config
     dtw run configs/pipeline/demo.yaml --force doctrine  # redo a stage
 
-Each stage writes into ``runs/<run_name>/<stage>/`` and, last, its ``manifest.json``; a
-stage whose manifest exists is skipped when it was computed from the same inputs, so a
-rerun resumes where the last one stopped. A stage's inputs are its fingerprint
-(:func:`stage_fingerprint`, kept in ``runs/<run_name>/fingerprints.json``): its recipe after
-the pipeline's overrides and the content hashes of the manifests of the stages before it.
+Each stage writes into ``runs/<run_name>/<stage>/`` and, last, its ``manifest.json``. The
+table :data:`PIPELINE` says, per stage, what runs it (a function here, or the ``dtw`` command
+it prints) and what it reads; every stage goes through :func:`plumbing.stage.decide`, as
+``dtw data``, ``dtw train`` and ``dtw eval`` run by hand do: a stage whose manifest exists is
+skipped when it was computed from the same inputs, an interrupted training resumes from its
+checkpoints (the eval from its case files), so a rerun goes on where the last one stopped.
+A stage's inputs are its fingerprint (:func:`stage_fingerprint`, kept in
+``runs/<run_name>/fingerprints.json``): its recipe after the pipeline's overrides and the
+content hashes of the manifests of the stages before it.
 A complete stage whose fingerprint changed (another data recipe, model, doctrine...) is
 refused with the differences listed; ``--force STAGE`` reruns it and every stage after it
 (a name that is no stage, or a stage the recipe does not run, is refused with a suggestion),
@@ -33,6 +37,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from eval.glance import print_results
@@ -46,7 +51,6 @@ from plumbing.runs import (
     atomic_write_json,
     atomic_write_text,
     claim_run_folder,
-    fingerprint_differences,
     fingerprint_sha256,
     manifest_content_sha256,
     redact_secrets,
@@ -54,6 +58,7 @@ from plumbing.runs import (
     stage_dir,
     write_manifest,
 )
+from plumbing.stage import Decision, decide
 
 
 def run_doctrine_stage(cfg: PipelineConfig, out: Path) -> dict:
@@ -65,9 +70,8 @@ def run_doctrine_stage(cfg: PipelineConfig, out: Path) -> dict:
         render_system_prompt,
         tool_schemas,
     )
-    from doctrine.spec import resolve_doctrine
 
-    doc = resolve_doctrine(cfg.doctrine_version)
+    doc = _doctrine(cfg)
     counts = {}
     for mode in ("doctrine", "distilled"):
         system = render_system_prompt(doc, mode)
@@ -82,22 +86,110 @@ def run_doctrine_stage(cfg: PipelineConfig, out: Path) -> dict:
     return {"counts": counts, "doctrine": doc.to_manifest()}
 
 
+def _doctrine(cfg: PipelineConfig):
+    from doctrine.spec import resolve_doctrine
+
+    return resolve_doctrine(cfg.doctrine_version)
+
+
+def _need(value: str | None, key: str) -> str:
+    if not value:
+        raise ConfigError(f"this pipeline runs a stage that needs {key!r} in the pipeline recipe")
+    return value
+
+
+# ----------------------------------------------------------------------------- the stages
+# What the pipeline knows of each stage. The pipeline, not the stage recipes, says where a
+# stage's inputs are: ``overrides`` point its recipe at this run's folders, the model and the
+# doctrine version. A stage that needs torch runs in its own process with ``command``'s line.
+
+
+def _data_overrides(cfg: PipelineConfig, run: Path) -> list[str]:
+    return [f"doctrine_version={cfg.doctrine_version}"]
+
+
+def _train_overrides(cfg: PipelineConfig, run: Path) -> list[str]:
+    return [f"data.dir={stage_dir(run, 'data')}", f"model.spec={cfg.model}"]
+
+
+def _eval_overrides(cfg: PipelineConfig, run: Path) -> list[str]:
+    return [f"data_dir={stage_dir(run, 'data')}", f"backend.adapter_dir={stage_dir(run, 'adapter')}",
+            f"backend.model={cfg.model}", f"doctrine_version={cfg.doctrine_version}"]
+
+
+def _data_command(cfg: PipelineConfig, run: Path) -> list[str]:
+    return ["data", _need(cfg.data_recipe, "data_recipe"), "--out", str(stage_dir(run, "data")),
+            *_data_overrides(cfg, run)]
+
+
+def _train_command(cfg: PipelineConfig, run: Path) -> list[str]:
+    # An interrupted training resumes from its checkpoints by itself (dtw train decides).
+    return ["train", _need(cfg.train_recipe, "train_recipe"), "--out", str(run), *_train_overrides(cfg, run)]
+
+
+def _export_command(cfg: PipelineConfig, run: Path) -> list[str]:
+    return ["export", str(run)]
+
+
+def _eval_command(cfg: PipelineConfig, run: Path) -> list[str]:
+    return ["eval", _need(cfg.eval_recipe, "eval_recipe"), "--out", str(stage_dir(run, "eval")),
+            *_eval_overrides(cfg, run)]
+
+
+def _report_command(cfg: PipelineConfig, run: Path) -> list[str]:
+    # --quiet: the pipeline prints the results table itself, once, at the very end.
+    return ["report", str(stage_dir(run, "eval")), "--out", str(stage_dir(run, "report")), "--quiet"]
+
+
+@dataclass(frozen=True)
+class PipelineStage:
+    """One stage of :data:`PIPELINE`: ``run`` (in this process, (config, stage folder) ->
+    ``{"counts", "doctrine"}``) or ``command`` (the ``dtw`` arguments of its own process, which
+    writes its own manifest); the recipe it reads (a PipelineConfig field and its SCHEMAS
+    kind) with the ``overrides`` that point it at this run; whether an interrupted run
+    ``resumable``-ly goes on, and whether its command takes ``--force``."""
+
+    run: Callable[[PipelineConfig, Path], dict] | None = None
+    command: Callable[[PipelineConfig, Path], list[str]] | None = None
+    recipe: tuple[str, str] | None = None
+    overrides: Callable[[PipelineConfig, Path], list[str]] | None = None
+    resumable: bool = False
+    takes_force: bool = False
+
+
+PIPELINE: dict[str, PipelineStage] = {
+    "doctrine": PipelineStage(run=run_doctrine_stage),
+    "data": PipelineStage(command=_data_command, recipe=("data_recipe", "data"), overrides=_data_overrides,
+                          takes_force=True),
+    "train": PipelineStage(command=_train_command, recipe=("train_recipe", "train"), overrides=_train_overrides,
+                           resumable=True, takes_force=True),
+    "adapter": PipelineStage(command=_export_command),
+    "eval": PipelineStage(command=_eval_command, recipe=("eval_recipe", "eval"), overrides=_eval_overrides,
+                          resumable=True, takes_force=True),
+    "report": PipelineStage(command=_report_command),
+}
+assert tuple(PIPELINE) == STAGES  # one order of the stages (plumbing.runs)
+
+
 def stage_overrides(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
     """The dotted overrides that point ``stage``'s recipe at this run: its input folders
     (data, adapter), the model and the doctrine version of the pipeline."""
-    if stage == "data":
-        return [f"doctrine_version={cfg.doctrine_version}"]
-    if stage == "train":
-        return [f"data.dir={stage_dir(run, 'data')}", f"model.spec={cfg.model}"]
-    if stage == "eval":
-        return [f"data_dir={stage_dir(run, 'data')}", f"backend.adapter_dir={stage_dir(run, 'adapter')}",
-                f"backend.model={cfg.model}",
-                f"doctrine_version={cfg.doctrine_version}"]
-    return []
+    spec = PIPELINE[stage]
+    return spec.overrides(cfg, run) if spec.overrides else []
 
 
-# The recipe each stage that has one reads: (PipelineConfig field, its SCHEMAS key).
-STAGE_RECIPES = {"data": ("data_recipe", "data"), "train": ("train_recipe", "train"), "eval": ("eval_recipe", "eval")}
+def stage_command(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
+    """The command line of a stage that runs in its own process (it writes its own manifest):
+    ``dtw STAGE ...`` (as ``python -m pipeline.dtw``; stage ``adapter`` is ``dtw export``), and
+    ``accelerate launch -m train ...`` for a training with an accelerate config."""
+    spec = PIPELINE.get(stage)
+    if spec is None or spec.command is None:
+        raise ConfigError(f"stage {stage!r} runs in the pipeline's process, not as a command")
+    args = spec.command(cfg, run)
+    if args[0] == "train" and cfg.accelerate_config:
+        return [sys.executable, "-m", "accelerate.commands.launch", "--config_file", cfg.accelerate_config,
+                "-m", *args]
+    return [sys.executable, "-m", "pipeline.dtw", *args]
 
 
 def check_stage_recipes(cfg: PipelineConfig, run: Path) -> dict[str, dict]:
@@ -106,9 +198,9 @@ def check_stage_recipes(cfg: PipelineConfig, run: Path) -> dict[str, dict]:
     JSON, secrets redacted): what the stage's fingerprint records."""
     resolved: dict[str, dict] = {}
     for stage in cfg.stages:
-        if stage not in STAGE_RECIPES:
+        if PIPELINE[stage].recipe is None:
             continue
-        key, kind = STAGE_RECIPES[stage]
+        key, kind = PIPELINE[stage].recipe
         recipe = _need(getattr(cfg, key), key)
         try:
             loaded = load_config(recipe, import_schema(kind), stage_overrides(cfg, stage, run))
@@ -124,17 +216,16 @@ FINGERPRINTS = "fingerprints.json"
 
 def stage_fingerprint(cfg: PipelineConfig, stage: str, run: RunDir, recipes: dict[str, dict]) -> dict:
     """What ``stage``'s result is computed from: its recipe after the pipeline's overrides
-    (the model and doctrine version are in them), the doctrine's hash for the doctrine stage,
-    and the content hash of every earlier stage's manifest (None while that one is incomplete)."""
+    (the model and doctrine version are in them; the doctrine's hash and the accelerate
+    config too), and the content hash of every earlier stage's manifest (None while that
+    one is incomplete)."""
     fp: dict = {}
-    if stage == "doctrine":
-        from doctrine.spec import resolve_doctrine
-
-        doc = resolve_doctrine(cfg.doctrine_version)
+    if PIPELINE[stage].run is not None:  # in process: it reads the pipeline's doctrine
+        doc = _doctrine(cfg)
         fp["doctrine"] = {"version": doc.version, "sha256": doc.sha256}
     if stage in recipes:
         fp["recipe"] = recipes[stage]
-    if stage == "train":
+    if PIPELINE[stage].recipe == ("train_recipe", "train"):
         fp["accelerate_config"] = cfg.accelerate_config
     before = cfg.stages[:cfg.stages.index(stage)]
     fp["inputs"] = {s: manifest_content_sha256(run.stage(s)) for s in before}
@@ -149,56 +240,6 @@ def _read_fingerprints(root: Path) -> dict:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _clear_for_rerun(run: RunDir, stage: str) -> None:
-    """Before a forced rerun: the stage is incomplete, and a training starts afresh (its
-    checkpoints are of other inputs). Only files the stages wrote, inside the run folder."""
-    import shutil
-
-    d = run.stage(stage)
-    (d / MANIFEST).unlink(missing_ok=True)
-    ckpt = d / "checkpoints"
-    if stage == "train" and ckpt.is_dir() and not ckpt.is_symlink() and not d.is_symlink():
-        shutil.rmtree(ckpt)
-
-
-def stage_command(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
-    """The command line of a stage that runs in its own process (it writes its own manifest):
-    ``dtw STAGE ...`` (as ``python -m pipeline.dtw``; stage ``adapter`` is ``dtw export``), and
-    ``accelerate launch -m train ...`` for a training with an accelerate config."""
-    dtw = [sys.executable, "-m", "pipeline.dtw"]
-    over = stage_overrides(cfg, stage, run)
-    if stage == "data":
-        return dtw + ["data", _need(cfg.data_recipe, "data_recipe"), "--out", str(stage_dir(run, "data")), *over]
-    if stage == "train":
-        args = [_need(cfg.train_recipe, "train_recipe"), "--out", str(run), *over]
-        if (stage_dir(run, "train") / "checkpoints").is_dir():
-            args.append("--resume")  # an interrupted run continues from its latest checkpoint
-        if cfg.accelerate_config:
-            return [sys.executable, "-m", "accelerate.commands.launch", "--config_file", cfg.accelerate_config,
-                    "-m", "train", *args]
-        return dtw + ["train", *args]
-    if stage == "adapter":
-        return dtw + ["export", str(run)]
-    if stage == "eval":
-        return dtw + ["eval", _need(cfg.eval_recipe, "eval_recipe"), "--out", str(stage_dir(run, "eval")), *over]
-    if stage == "report":
-        # --quiet: the pipeline prints the results table itself, once, at the very end.
-        return dtw + ["report", str(stage_dir(run, "eval")), "--out", str(stage_dir(run, "report")), "--quiet"]
-    raise ConfigError(f"unknown stage {stage!r}")
-
-
-def _need(value: str | None, key: str) -> str:
-    if not value:
-        raise ConfigError(f"this pipeline runs a stage that needs {key!r} in the pipeline recipe")
-    return value
-
-
-# Stages run in this process: name -> function(config, stage_dir) -> {"counts", "doctrine"}.
-STAGE_RUNNERS: dict[str, Callable[[PipelineConfig, Path], dict]] = {
-    "doctrine": run_doctrine_stage,
-}
 
 
 def _forced_from(cfg: PipelineConfig, force: tuple[str, ...]) -> int:
@@ -223,6 +264,35 @@ def _log(line: str) -> None:
     print(line, flush=True)  # stages write to the same stream from their own processes
 
 
+def _decide(run: RunDir, stage: str, fp: dict, old: dict | None, *, forced: bool) -> Decision:
+    return decide(run.stage(stage), fp, name=f"stage {stage}", force=forced, resumable=PIPELINE[stage].resumable,
+                  recorded=(old or {}).get("fingerprint"), partial=old is not None,
+                  hint=f"rerun with --force {stage} (reruns it and every stage after it), or use another run_name")
+
+
+def run_stage(cfg: PipelineConfig, stage: str, run: RunDir, decision: Decision, log=_log) -> None:
+    """Run one stage the way :data:`PIPELINE` says: in this process (its manifest written
+    here, last) or as its command (which writes its own)."""
+    spec = PIPELINE[stage]
+    started = time.time()
+    if decision.fresh:
+        (run.stage(stage) / MANIFEST).unlink(missing_ok=True)  # incomplete until it is done again
+    if spec.run is not None:
+        log(f"[run ] {stage} -> {run.stage(stage)}")
+        with run.open_stage(stage) as out:
+            result = spec.run(cfg, out)
+            write_manifest(out, stage=stage, config=cfg, counts=result.get("counts"),
+                           doctrine=result.get("doctrine"), started_at=started)
+        return
+    cmd = stage_command(cfg, stage, run.root)
+    if decision.fresh and spec.takes_force:
+        cmd.append("--force")  # its old work is of other inputs (an eval's cases, a training's checkpoints)
+    log(f"[run ] {stage}: {' '.join(cmd)}")
+    proc = subprocess.run(cmd)
+    if proc.returncode != 0 or not run.complete(stage):
+        raise StageFailed(f"stage {stage} failed (exit {proc.returncode}); rerun the same command to resume")
+
+
 def run_pipeline(cfg: PipelineConfig, *, force: tuple[str, ...] = (), log=_log) -> RunDir:
     try:  # a run name that is a path, or a folder of the user's, or a stage folder that is a link,
         # is refused before any stage
@@ -235,50 +305,26 @@ def run_pipeline(cfg: PipelineConfig, *, force: tuple[str, ...] = (), log=_log) 
         raise ConfigError(str(exc)) from None
     run = RunDir.create(root)
     record = _read_fingerprints(root)
-    timings = {}
     ran_before = False  # an earlier stage ran in this invocation: a later one whose inputs changed reruns
     for i, stage in enumerate(cfg.stages):
         fp = stage_fingerprint(cfg, stage, run, recipes)
-        sha = fingerprint_sha256(fp)
         old = record.get(stage) if isinstance(record.get(stage), dict) else None
-        same = old is not None and old.get("sha256") == sha
-        forced = i >= forced_from
-        complete = run.complete(stage)
-        if not forced and not same and (complete or old is not None):
+        decision = _decide(run, stage, fp, old, forced=i >= forced_from)
+        if decision.action == "refuse":
             if not ran_before:
-                diffs = "; ".join(fingerprint_differences((old or {}).get("fingerprint"), fp))
-                what = "was computed" if complete else "was started (interrupted)"
-                raise StageFailed(f"stage {stage}: {run.stage(stage)} {what} from other inputs ({diffs}); "
-                                  f"rerun with --force {stage} (reruns it and every stage after it), or use "
-                                  "another run_name")
-            forced = True  # its inputs were rebuilt just now
-        if complete and not forced:
-            log(f"[skip] {stage}: {run.stage(stage) / 'manifest.json'} exists (same inputs)")
+                raise StageFailed(decision.reason)
+            decision = _decide(run, stage, fp, old, forced=True)  # its inputs were rebuilt just now
+        if decision.action == "skip":
+            log(f"[skip] {stage}: {run.stage(stage) / MANIFEST} exists (same inputs)")
             continue
-        if forced:
-            _clear_for_rerun(run, stage)
-        record[stage] = {"sha256": sha, "fingerprint": fp}
+        record[stage] = {"sha256": fingerprint_sha256(fp), "fingerprint": fp}
         atomic_write_json(root / FINGERPRINTS, record)
         ran_before = True
         started = time.time()
-        runner = STAGE_RUNNERS.get(stage)
-        if runner is not None:
-            log(f"[run ] {stage} -> {run.stage(stage)}")
-            with run.open_stage(stage) as out:
-                result = runner(cfg, out)
-                write_manifest(out, stage=stage, config=cfg, counts=result.get("counts"),
-                               doctrine=result.get("doctrine"), started_at=started)
-        else:
-            cmd = stage_command(cfg, stage, run.root)
-            if stage in ("data", "eval") and forced:
-                cmd.append("--force")  # eval: discard the old cases too, they are of other inputs
-            log(f"[run ] {stage}: {' '.join(cmd)}")
-            proc = subprocess.run(cmd)
-            if proc.returncode != 0 or not run.complete(stage):
-                raise StageFailed(f"stage {stage} failed (exit {proc.returncode}); rerun the same command to resume")
-        timings[stage] = round(time.time() - started, 1)
-        log(f"[done] {stage} in {timings[stage]:.1f}s")
-        _record_timing(run.root, stage, timings[stage])
+        run_stage(cfg, stage, run, decision, log)
+        seconds = round(time.time() - started, 1)
+        log(f"[done] {stage} in {seconds:.1f}s")
+        _record_timing(run.root, stage, seconds)
     return run
 
 

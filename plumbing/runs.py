@@ -13,7 +13,8 @@ The run-folder guard (:func:`claim_run_folder`) is the one rule every stage appl
 it writes: a stage writes only into a new or empty folder or one it marked as its own, never
 through a symbolic link, and deletes only files it wrote. Fingerprints
 (:func:`fingerprint_sha256`, :func:`fingerprint_differences`) say what a result was computed
-from, so a rerun on other inputs is refused with the differences instead of skipped.
+from, so a rerun on other inputs is refused with the differences instead of skipped
+(:func:`plumbing.stage.decide` makes that decision for every stage).
 """
 
 from __future__ import annotations
@@ -62,7 +63,6 @@ __all__ = [
     "read_manifest",
     "redact_secrets",
     "remove_own_files",
-    "rerun_differences",
     "run_name_error",
     "run_root",
     "run_folder_error",
@@ -658,15 +658,6 @@ def short_value(value: Any, limit: int = 40) -> str:
     if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{40,64}", value):
         return value[:12]
     return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def rerun_differences(manifest: dict[str, Any], fingerprint: dict[str, Any]) -> list[str]:
-    """For a complete stage rerun by hand: [] when its manifest records ``fingerprint`` (the
-    rerun is a skip), else the differences to refuse it with (unless forced). Every stage
-    that records a ``fingerprint`` in its manifest decides here."""
-    if manifest.get("fingerprint_sha256") == fingerprint_sha256(fingerprint):
-        return []
-    return fingerprint_differences(manifest.get("fingerprint"), fingerprint) or ["fingerprint_sha256"]
 
 
 def fingerprint_differences(old: dict[str, Any] | None, new: dict[str, Any], limit: int = 6) -> list[str]:

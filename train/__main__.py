@@ -121,7 +121,9 @@ def add_run(p: argparse.ArgumentParser) -> None:
     recipe_command(p, "train.recipe:TrainRecipe", _cmd_train, recipe_help="a configs/train/*.yaml recipe",
                    overrides_help="dotted KEY=VALUE overrides, e.g. trainer.max_steps=5")
     p.add_argument("--out", help="run folder (runs/<name>); outputs go to <out>/train")
-    p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the latest checkpoint even where the recipe changed (more steps); an "
+                        "interrupted run of the same recipe and data resumes without it")
     p.add_argument("--force", action="store_true",
                    help="retrain from step 0 even if a complete training exists (needed when the recipe or data changed)")
 

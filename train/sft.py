@@ -2,11 +2,14 @@
 
     python -m train configs/train/demo.yaml --out runs/demo
     accelerate launch --config_file configs/accelerate/cpu.yaml -m train configs/train/demo.yaml --out runs/demo
-    python -m train configs/train/demo.yaml --out runs/demo --resume      # continue from the latest checkpoint
+    python -m train configs/train/demo.yaml --out runs/demo trainer.max_steps=200 --resume  # go on, more steps
 
 Checkpoints go to ``runs/<name>/train/checkpoints/checkpoint-<step>/`` (full trainer state:
 optimizer, scheduler, RNG, data position), the final adapter to ``runs/<name>/train/final/``
-and the stage manifest last. The recipe is the same for every topology.
+and the stage manifest last. The recipe is the same for every topology. A rerun decides with
+:func:`plumbing.stage.decide`: complete from the same recipe and data, skipped; interrupted,
+resumed from its newest intact checkpoint; trained or started from others, refused
+(``--force`` starts afresh, ``--resume`` goes on from the checkpoints anyway).
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ from plumbing.runs import (
     fingerprint_sha256,
     manifest_content_sha256,
     redact_secrets,
-    rerun_differences,
     write_manifest,
 )
+from plumbing.stage import decide, record_fingerprint
 
 from .recipe import TrainRecipe
 
@@ -134,7 +137,7 @@ def latest_checkpoint(ckpt_dir: Path, log=None) -> Path | None:
 def train_fingerprint(recipe: TrainRecipe) -> dict[str, Any]:
     """What a training's adapter is computed from: the resolved recipe (secrets redacted) and
     the content of the data stage's manifest (it lists every shard's sha256). The manifest
-    records it; a hand-run rerun compares (:func:`plumbing.runs.rerun_differences`, as ``dtw data`` does)."""
+    records it and the stage folder's marker; a rerun decides with it (:func:`plumbing.stage.decide`)."""
     return {"recipe": redact_secrets(recipe.model_dump(mode="json")),
             "data": manifest_content_sha256(recipe.data.dir)}
 
@@ -156,9 +159,10 @@ class Curriculum:
 def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, force: bool = False,
                  log=print, callbacks: list | None = None) -> Path:
     """Train ``recipe`` into ``<out>/train/`` (checkpoints, final adapter, metrics, manifest
-    last). A complete stage trained from the same recipe and data is skipped, one trained
-    from others is refused (:class:`TrainingChanged`) unless ``resume`` (continue it) or
-    ``force`` (start afresh: its checkpoints and adapter are deleted). Returns the stage folder."""
+    last). A complete stage trained from the same recipe and data is skipped, an interrupted
+    one resumes from its checkpoints; one trained or started from others is refused
+    (:class:`TrainingChanged`) unless ``resume`` (continue it anyway) or ``force`` (start
+    afresh: its checkpoints and adapter are deleted). Returns the stage folder."""
     import torch
     from accelerate import PartialState
 
@@ -173,25 +177,27 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
     run = RunDir.create(out)
     stage = run.stage("train")
     fingerprint = train_fingerprint(recipe)
-    if run.complete("train") and not resume and not force:
-        diffs = rerun_differences(run.manifest("train") or {}, fingerprint)
-        if not diffs:
-            log(f"[skip] train: {stage / 'manifest.json'} exists (trained from this recipe and data)")
-            return stage
-        raise TrainingChanged(f"train: {stage} was trained from something else ({'; '.join(diffs)}); "
-                              "use --force to retrain it, or a new --out")
-    started = time.time()
-    stage.mkdir(parents=True, exist_ok=True)
     ckpt_dir = stage / "checkpoints"
+    decision = decide(stage, fingerprint, name="train", force=force, resume=resume, resumable=True,
+                      partial=not run.complete("train") and any(ckpt_dir.glob("checkpoint-*")),
+                      hint="use --force to retrain it, or a new --out")
+    if decision.action == "skip":
+        log(f"[skip] {decision.reason}")
+        return stage
+    if decision.action == "refuse":
+        raise TrainingChanged(decision.reason)
+    started = time.time()
     if state.is_main_process:
-        (stage / "manifest.json").unlink(missing_ok=True)  # the stage is incomplete until the end
-        if force:  # afresh: the old run's checkpoints and adapter are of other inputs
+        if decision.fresh:  # afresh: the old run's checkpoints and adapter are of other inputs
             import shutil
 
             for own in (ckpt_dir, stage / "final"):
                 if own.is_dir() and not own.is_symlink():
                     shutil.rmtree(own)
+        record_fingerprint(stage, "train", fingerprint, writes=("checkpoints", "final"),
+                           legacy=("checkpoints", "final"))  # incomplete until the manifest, last
     state.wait_for_everyone()
+    resume = decision.action == "resume"
 
     data_manifest = check_data_dir(recipe.data.dir)
     resolved = resolve_model(recipe.model.spec)

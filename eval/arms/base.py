@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import KW_ONLY, dataclass, field, fields
 from typing import Any
 
 from plumbing.chat_backend import prompt_text
@@ -28,6 +28,7 @@ SUMMARY_PREFIX = "Summary of the earlier conversation:\n"
 @dataclass(frozen=True)
 class ArmInfo:
     kind: str  # "baseline" | "kernel"
+    _: KW_ONLY  # the flags by name: ArmInfo("kernel", prompt_mode="distilled", use_adapter=True)
     prompt_mode: str | None = None  # kernel arms: "doctrine" | "distilled" | None (no doctrine)
     use_adapter: bool = False
     nudges: bool = False

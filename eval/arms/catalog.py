@@ -10,6 +10,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from eval.arm_names import ARM_NAMES
 from eval.arms import baselines, kernel_host
 from eval.arms.base import ArmEnv, ArmInfo, ArmState, View, _append_exchange
 from eval.arms.kernel_host import deterministic, kernel_arm
@@ -31,12 +32,12 @@ ARMS: dict[str, Callable[[ArmState, ArmEnv], View]] = {
 ARM_INFO: dict[str, ArmInfo] = {
     **baselines.ARM_INFO,
     "deterministic": ArmInfo("kernel"),
-    "doctrine": ArmInfo("kernel", "doctrine", False, True),
+    "doctrine": ArmInfo("kernel", prompt_mode="doctrine", nudges=True),
     # The distilled frame (base_slim's prompts) answered by the oracle policy: the reference fold a run's model
     # arms are read against (the Marathon's plots show what folding looks like).
-    "oracle": ArmInfo("kernel", "distilled", False, True, reference=True),
-    "base_slim": ArmInfo("kernel", "distilled", False, True),
-    "distilled": ArmInfo("kernel", "distilled", True, True),
+    "oracle": ArmInfo("kernel", prompt_mode="distilled", nudges=True, reference=True),
+    "base_slim": ArmInfo("kernel", prompt_mode="distilled", nudges=True),
+    "distilled": ArmInfo("kernel", prompt_mode="distilled", use_adapter=True, nudges=True),
 }
 
 # Arms whose force_compaction is one summary (the threshold compactors); the policy modules
@@ -48,6 +49,8 @@ POLICY_TOOLS: dict[str, Callable[[ArmState, ArmEnv, dict[str, Any]], Any]] = {}
 # The seeds' other context policies: the article's compaction switches, a lossless-recursive
 # engine (lcm) and full retention with search.
 register(ARMS, ARM_INFO, SUMMARISERS, FORCERS, POLICY_TOOLS)
+if set(ARMS) != set(ARM_NAMES):  # every declared name has an arm, and every arm a name
+    raise RuntimeError(f"eval/arm_names.py and the arm catalog disagree: {sorted(set(ARMS) ^ set(ARM_NAMES))}")
 
 
 def arm_profile(arm: str, window: int, gate: str, host: str, nudge_style: str,

@@ -128,6 +128,11 @@ def test_recipe_validation():
         load_config(SMOKE, EvalRecipe, ["backend.settings={api_key: sk-123}"])
     with pytest.raises(ConfigError, match="adapter_dir"):
         load_config(SMOKE, EvalRecipe, ["backend.name=hf", "backend.model=tiny:smollm2-135m-instruct"])
+    for backend in ("hf", "vllm", "oracle"):  # the adapter folder has one key: the old second one is refused
+        with pytest.raises(ConfigError, match=r"backend\.settings: the adapter folder is backend\.adapter_dir "
+                                              r"\(its one key\), not backend\.settings\.adapter_dir"):
+            load_config(SMOKE, EvalRecipe, [f"backend.name={backend}", "backend.model=tiny:smollm2-135m-instruct",
+                                            "backend.settings={adapter_dir: runs/x/adapter}"])
     with pytest.raises(ConfigError, match="unknown key"):
         load_config(SMOKE, EvalRecipe, ["windowz=[1]"])
 
@@ -368,6 +373,7 @@ def test_backend_settings_are_the_constructor_keywords():
         params = {k: (None if p.default is inspect.Parameter.empty else p.default)
                   for k, p in inspect.signature(cls.__init__).parameters.items()
                   if k != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD}
+        params.pop("adapter_dir", None)  # given as backend.adapter_dir, its one key
         assert {k: f.default for k, f in BACKEND_SETTINGS[name].model_fields.items()} == params, name
     from eval.backends import BACKENDS
 

@@ -270,7 +270,8 @@ def test_full_retention_keeps_a_bounded_window_and_serves_its_tools():
 
 
 def test_every_policy_arm_is_registered_with_typed_settings():
-    from eval.recipe import ARM_NAMES, DEFAULT_ARMS, EvalRecipe
+    from eval.arm_names import ARM_NAMES, DEFAULT_ARMS
+    from eval.recipe import EvalRecipe
 
     assert set(POLICY) <= set(ARMS) and set(POLICY) <= set(ARM_NAMES) and not set(POLICY) & set(DEFAULT_ARMS)
     for arm in POLICY:

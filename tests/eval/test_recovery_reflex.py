@@ -18,7 +18,8 @@ from data_gen.synthetic.procedural import generator
 from eval.backends.oracle import make_oracle
 from eval.metrics import mean_ci
 from eval.workloads.base import RunContext
-from eval.workloads.held_out.workload import normalise_row, run_row, select_rows
+from eval.workloads.held_out.rows import normalise_row
+from eval.workloads.held_out.workload import run_row, select_rows
 from plumbing.recipe_loader import load_config
 
 ROOT = Path(__file__).resolve().parents[2]

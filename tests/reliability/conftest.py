@@ -21,6 +21,16 @@ def _load_hostile_server():
     return sys.modules[name]
 
 
+@pytest.fixture(scope="module")
+def sft_rows(tmp_path_factory) -> Path:
+    """The training tests' few short rows (tests/train/conftest.py) in a data folder: quick
+    steps of the tiny model on a busy CPU."""
+    spec = importlib.util.spec_from_file_location("train_fixture_rows", Path(__file__).parents[1] / "train/conftest.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod.build_sft_data(tmp_path_factory.mktemp("rows") / "data", n_train=4, n_val=2)
+
+
 @pytest.fixture
 def hostile():
     servers = []

@@ -21,27 +21,14 @@ from plumbing.recipe_loader import load_config
 from plumbing.runs import file_sha256, read_manifest, write_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
-EVAL = """name: quick
-doctrine_version: v1
-backend: {name: oracle}
-arms: [doctrine, base_slim]
-workloads:
-  - name: held_out
-    settings: {split: heldout, limit: 2}
-windows: [2048]
-seeds: [0]
-concurrency: 1
-max_tokens: 64
-horizon: 2
-gate: aggressive
-"""
+EVAL = Path(__file__).with_name("fixtures") / "oracle_eval.yaml"
 
 
 def recipes(folder: Path) -> dict[str, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     out = {"eval": folder / "eval.yaml", "data": folder / "data.yaml", "data3": folder / "data3.yaml",
            "train": folder / "train.yaml", "train9": folder / "train9.yaml"}
-    out["eval"].write_text(EVAL)
+    out["eval"].write_text(EVAL.read_text())
     data = (ROOT / "configs/data/smoke.yaml").read_text()
     out["data"].write_text(data)
     out["data3"].write_text(data.replace("  horizon: 2\n", "  horizon: 3\n"))
@@ -124,16 +111,18 @@ def test_an_interrupted_training_resumes_only_when_nothing_changed(tmp_path, mon
     over = ["stages=[doctrine, data, train]", f"train_recipe={paths['train']}"]
     with pytest.raises(StageFailed, match="stage train failed"):
         run_pipeline(config(tmp_path / "runs", paths, *over), log=lambda s: None)
-    assert "--resume" not in calls[0]
+    assert "--force" not in calls[0]
     # Resuming the checkpoints of another recipe would mix two trainings: refused.
     with pytest.raises(StageFailed, match=r"stage train: .*interrupted.*trainer\.max_steps: 6 -> 9"):
         run_pipeline(config(tmp_path / "runs", paths, *over, f"train_recipe={paths['train9']}"), log=lambda s: None)
     assert len(calls) == 1
-    run_pipeline(config(tmp_path / "runs", paths, *over), log=lambda s: None)  # nothing changed: it resumes
-    assert "--resume" in calls[1]
-    # --force train starts afresh: the old checkpoints are removed, no --resume.
+    # Nothing changed: the same command again, and dtw train resumes from its checkpoints
+    # (plumbing.stage.decide, tests/reliability/test_stage_contract.py runs it for real).
+    run_pipeline(config(tmp_path / "runs", paths, *over), log=lambda s: None)
+    assert calls[1] == calls[0]
+    # --force train starts afresh: dtw train --force removes the old checkpoints.
     run_pipeline(config(tmp_path / "runs", paths, *over, f"train_recipe={paths['train9']}"), force=("train",),
                  log=lambda s: None)
-    assert "--resume" not in calls[2]
+    assert calls[2][-1] == "--force"
     assert json.loads((tmp_path / "runs" / "r" / "fingerprints.json").read_text())["train"]["fingerprint"][
         "recipe"]["trainer"]["max_steps"] == 9

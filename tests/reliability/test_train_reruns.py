@@ -6,11 +6,8 @@ before it was intact)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-
-import pytest
 
 from plumbing.runs import read_manifest
 
@@ -18,19 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 RECIPE = str(ROOT / "configs/train/smoke.yaml")
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory) -> Path:
-    spec = importlib.util.spec_from_file_location("train_fixture_rows", ROOT / "tests/train/conftest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod.build_sft_data(tmp_path_factory.mktemp("data") / "data", n_train=4, n_val=2)
-
-
-def test_a_changed_recipe_is_refused_like_dtw_data_and_forced(data, tmp_path, capsys):
+def test_a_changed_recipe_is_refused_like_dtw_data_and_forced(sft_rows, tmp_path, capsys):
     from train.__main__ import main
 
     run = tmp_path / "run"
-    common = [RECIPE, "--out", str(run), f"data.dir={data}", "trainer.save_steps=100"]
+    common = [RECIPE, "--out", str(run), f"data.dir={sft_rows}", "trainer.save_steps=100"]
     assert main([*common, "trainer.max_steps=1"]) == 0
     weights = run / "train" / "final" / "adapter_model.safetensors"
     before = weights.read_bytes()
@@ -47,13 +36,13 @@ def test_a_changed_recipe_is_refused_like_dtw_data_and_forced(data, tmp_path, ca
     assert weights.read_bytes() != before
 
 
-def test_resume_passes_over_a_damaged_newest_checkpoint(data, tmp_path):
+def test_resume_passes_over_a_damaged_newest_checkpoint(sft_rows, tmp_path):
     from plumbing.recipe_loader import load_config
     from train.recipe import TrainRecipe
     from train.sft import run_training
 
     def recipe(steps: int) -> TrainRecipe:
-        return load_config(RECIPE, TrainRecipe, [f"data.dir={data}", f"trainer.max_steps={steps}",
+        return load_config(RECIPE, TrainRecipe, [f"data.dir={sft_rows}", f"trainer.max_steps={steps}",
                                                  "trainer.save_steps=1"])
 
     run = tmp_path / "run"

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from eval.arm_names import POLICY_ARMS
 from eval.arms.policies import compaction, lcm, retention
 from eval.arms.policies.tools import tool_call
 from eval.judges import contains
 
-__all__ = ["POLICY_ARMS", "recovery_hint", "register"]
+__all__ = ["recovery_hint", "register"]
 
-POLICY_ARMS = (*compaction.ARMS, *lcm.ARMS, *retention.ARMS)
+MODULES = (compaction, lcm, retention)
 
 
 def register(arms: dict[str, Any], info: dict[str, Any], summarisers: set[str], forcers: dict[str, Any],
              tools: dict[str, Any]) -> None:
     from eval.arms.base import ArmInfo
 
-    for mod in (compaction, lcm, retention):
+    built = [name for mod in MODULES for name in mod.ARMS]
+    if sorted(built) != sorted(POLICY_ARMS):  # the names are declared in eval/arm_names.py
+        raise RuntimeError(f"the policy modules build the arms {built}; eval/arm_names.py POLICY_ARMS "
+                           f"declares {list(POLICY_ARMS)}")
+    for mod in MODULES:
         for name, fn in mod.ARMS.items():
             arms[name] = fn
             info[name] = ArmInfo("baseline", tools=mod.ARM_TOOLS[name])

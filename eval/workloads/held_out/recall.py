@@ -37,7 +37,7 @@ def _context_text(context: list[dict[str, Any]]) -> str:
 
 @functools.lru_cache(maxsize=4)
 def _train_at(data_dir: str, stamp: tuple[tuple[str, int, int], ...]) -> TrainTargets:
-    from eval.workloads.held_out.workload import load_rows
+    from eval.workloads.held_out.rows import load_rows
 
     return TrainTargets.from_rows(load_rows(data_dir, "train"))
 
