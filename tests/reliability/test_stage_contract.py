@@ -2,8 +2,8 @@
 each skip a complete folder of the same inputs, refuse one of other inputs with the
 difference named, redo it with ``--force``, and go on after an interruption where the stage
 can (a training from its checkpoints after a kill, an eval from its case files); a data build
-cut short starts again. The tiny model, the smoke curriculum and the oracle backend: CPU,
-about a minute."""
+cut short starts again. The tiny model, short training rows and the oracle backend: CPU,
+4-7 minutes on 2 busy cores (marked slow)."""
 
 from __future__ import annotations
 
