@@ -223,39 +223,30 @@ class ReplaySettings(BaseConfig):
 
     def recovery_label_config(self, rw: RecoveryWindow):
         """The labeler's thresholds of a recovery replay: ``label`` with ``rw.label`` on top."""
-        import dataclasses
-
-        from doctrine.label import LabelConfig
-
-        fields = {**self.label, **rw.label}
-        known = {f.name for f in dataclasses.fields(LabelConfig)}
-        unknown = sorted(set(fields) - known)
-        if unknown:
-            raise ValueError(f"unknown field(s) {unknown}; known: {sorted(known)}")
-        try:
-            return LabelConfig(**fields)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(str(exc)) from None
+        return _label_config({**self.label, **rw.label}, "replay.recovery_windows.label")
 
     def label_config(self, window: int | None = None):
         """The labeler's thresholds: the defaults with ``label`` (and, for ``window``, its
         ``label_windows`` entry) applied; None when neither sets anything."""
         fields = {**self.label, **(self.label_windows.get(window, {}) if window is not None else {})}
         where = "replay.label" if window is None or window not in self.label_windows else f"replay.label_windows.{window}"
-        if not fields:
-            return None
-        import dataclasses
+        return _label_config(fields, where) if fields else None
 
-        from doctrine.label import LabelConfig
 
-        known = {f.name for f in dataclasses.fields(LabelConfig)}
-        unknown = sorted(set(fields) - known)
-        if unknown:
-            raise ValueError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
-        try:
-            return LabelConfig(**fields)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{where}: {exc}") from None
+def _label_config(fields: dict, where: str):
+    """A LabelConfig of ``fields``; an unknown field or a bad value is a ValueError naming ``where``."""
+    import dataclasses
+
+    from doctrine.label import LabelConfig
+
+    known = {f.name for f in dataclasses.fields(LabelConfig)}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
+    try:
+        return LabelConfig(**fields)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 class Mixture(BaseConfig):
