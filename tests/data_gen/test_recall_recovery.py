@@ -111,7 +111,8 @@ def built(tmp_path_factory):
 
 def test_small_build_has_recovery_calls_that_restore_the_asked_block(built):
     from eval.workloads.held_out.applied import apply_recovery
-    from eval.workloads.held_out.workload import normalise_row, rebuild_row
+    from eval.workloads.held_out.rows import normalise_row
+    from eval.workloads.held_out.workload import rebuild_row
 
     _recipe_, _out, rows = built
     calls = [r for r in rows if _is_call(r)]
