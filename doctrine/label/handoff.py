@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from doctrine.conform.patterns import find_path_lines
 from doctrine.kernel.messages import Message
 
 from .phrasing import upkeep
@@ -53,6 +54,8 @@ _EXC = re.compile(r"^(?P<line>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit
 _PREFIXED = re.compile(r"^(?:E\s{2,}|ERROR:?\s|FATAL:?\s|fatal:\s|npm ERR!\s|error\s(?=TS\d))(?P<line>.+)$|"
                        r"^(?P<err>Error: .+)$")
 _PYTEST_FAIL = re.compile(r"^(?:FAILED|ERROR) (?P<id>\S+::\S+)(?: - (?P<why>.+))?$")
+# Library and runtime files: not where a project's failure is (the checker's own list).
+_LIB_PATH = re.compile(r"^<|site-packages|dist-packages|/lib/python\d|<frozen|node_modules|node:internal|^internal/")
 _TS = re.compile(r"^(?P<path>[^\s(:]+\.(?:tsx?|jsx?))(?:\((?P<l1>\d+),\d+\)|:(?P<l2>\d+):\d+)\s*[:-]?\s*"
                  r"error (?P<msg>TS\d+: .+)$")
 _JEST_FAIL = re.compile(r"^\s*● (?P<name>.+ › .+)$")
@@ -228,6 +231,11 @@ def _errors(out: str) -> tuple[list[str], str | None]:
         where = ", ".join(locs[:4])
     elif other.where and where is None:
         where = other.where
+    if where is None and (found or other.lines):
+        # A tool that says where it failed in its own words ("Migration failed at
+        # db/V1__a.sql:18", a log's "  at /app/x.py:155"): the checker reads any path:line
+        # of the output as one to keep, and with the failure is where it belongs.
+        where = next((f"{p}:{n}" for p, n, _off in find_path_lines(out) if not _LIB_PATH.search(p)), None)
     if other.lines and not frames and not locs and not in_python:
         # Outside Python the first failure says most (javac, rustc, go test): their order.
         # Compilers wrap names in backticks (cannot borrow `x`); a quote cannot hold one, and
