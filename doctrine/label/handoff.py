@@ -53,6 +53,7 @@ _EXC = re.compile(r"^(?P<line>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit
                   r"Timeout)(?::\s.*)?)$")
 _PREFIXED = re.compile(r"^(?:E\s{2,}|ERROR:?\s|FATAL:?\s|fatal:\s|npm ERR!\s|error\s(?=TS\d))(?P<line>.+)$|"
                        r"^(?P<err>Error: .+)$")
+_CLOCK = re.compile(r"^\d{1,2}:\d\d:\d\d(?:[.,]\d+)?\s+")
 _PYTEST_FAIL = re.compile(r"^(?:FAILED|ERROR) (?P<id>\S+::\S+)(?: - (?P<why>.+))?$")
 # Library and runtime files: not where a project's failure is (the checker's own list).
 _LIB_PATH = re.compile(r"^<|site-packages|dist-packages|/lib/python\d|<frozen|node_modules|node:internal|^internal/")
@@ -214,8 +215,9 @@ def _errors(out: str) -> tuple[list[str], str | None]:
             found.append(m.group("msg"))
             where = where or f"{m.group('path')}:{m.group('l1') or m.group('l2')}"
             continue
+        bare = _CLOCK.sub("", s)  # a log line's clock ("06:08:50 fatal: ...") comes before its level
         for pat, grp in ((_PYTEST_FAIL, "id"), (_JEST_FAIL, "name"), (_EXC, "line"), (_PREFIXED, "line")):
-            m = pat.match(s)
+            m = pat.match(bare if pat is _PREFIXED else s)
             if m:
                 found.append((m.group(grp) or m.groupdict().get("err") or "").strip())
                 if pat is _PYTEST_FAIL and m.group("why"):

@@ -43,3 +43,16 @@ def test_the_label_of_a_failed_migration_keeps_its_location_and_passes():
         summary = compose_summary(src)  # raises when no label passes the checker
         assert loc in summary, summary
         assert check_summary(src, summary, tier=1).passed
+
+
+def test_a_timestamped_log_failure_is_the_runs_error_not_the_next_remark():
+    # kubectl logs print "06:08:50 fatal: ...": the clock before the level is no reason to
+    # miss the failure and say the agent's next remark ("Listing the folder.") as what it showed.
+    out = "06:08:50 fatal: missing env RIDGE_POOL_N\n  at /app/lib/pi/frost.py:444"
+    assert _errors(out) == (["missing env RIDGE_POOL_N"], "/app/lib/pi/frost.py:444")
+    src = _run("kubectl logs rul-web-92ea2 --tail=2", out)
+    src[-1]["content"] = "Listing the folder."
+    summary = compose_summary(src)
+    assert "it failed with `missing env RIDGE_POOL_N` at /app/lib/pi/frost.py:444" in summary, summary
+    assert "Listing the folder" not in summary
+    assert check_summary(src, summary, tier=1).passed
