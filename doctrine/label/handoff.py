@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from doctrine.conform.patterns import find_path_lines
 from doctrine.kernel.messages import Message
 
 from .phrasing import upkeep
@@ -52,7 +53,10 @@ _EXC = re.compile(r"^(?P<line>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit
                   r"Timeout)(?::\s.*)?)$")
 _PREFIXED = re.compile(r"^(?:E\s{2,}|ERROR:?\s|FATAL:?\s|fatal:\s|npm ERR!\s|error\s(?=TS\d))(?P<line>.+)$|"
                        r"^(?P<err>Error: .+)$")
+_CLOCK = re.compile(r"^\d{1,2}:\d\d:\d\d(?:[.,]\d+)?\s+")
 _PYTEST_FAIL = re.compile(r"^(?:FAILED|ERROR) (?P<id>\S+::\S+)(?: - (?P<why>.+))?$")
+# Library and runtime files: not where a project's failure is (the checker's own list).
+_LIB_PATH = re.compile(r"^<|site-packages|dist-packages|/lib/python\d|<frozen|node_modules|node:internal|^internal/")
 _TS = re.compile(r"^(?P<path>[^\s(:]+\.(?:tsx?|jsx?))(?:\((?P<l1>\d+),\d+\)|:(?P<l2>\d+):\d+)\s*[:-]?\s*"
                  r"error (?P<msg>TS\d+: .+)$")
 _JEST_FAIL = re.compile(r"^\s*● (?P<name>.+ › .+)$")
@@ -211,8 +215,9 @@ def _errors(out: str) -> tuple[list[str], str | None]:
             found.append(m.group("msg"))
             where = where or f"{m.group('path')}:{m.group('l1') or m.group('l2')}"
             continue
+        bare = _CLOCK.sub("", s)  # a log line's clock ("06:08:50 fatal: ...") comes before its level
         for pat, grp in ((_PYTEST_FAIL, "id"), (_JEST_FAIL, "name"), (_EXC, "line"), (_PREFIXED, "line")):
-            m = pat.match(s)
+            m = pat.match(bare if pat is _PREFIXED else s)
             if m:
                 found.append((m.group(grp) or m.groupdict().get("err") or "").strip())
                 if pat is _PYTEST_FAIL and m.group("why"):
@@ -228,6 +233,11 @@ def _errors(out: str) -> tuple[list[str], str | None]:
         where = ", ".join(locs[:4])
     elif other.where and where is None:
         where = other.where
+    if where is None and (found or other.lines):
+        # A tool that says where it failed in its own words ("Migration failed at
+        # db/V1__a.sql:18", a log's "  at /app/x.py:155"): the checker reads any path:line
+        # of the output as one to keep, and with the failure is where it belongs.
+        where = next((f"{p}:{n}" for p, n, _off in find_path_lines(out) if not _LIB_PATH.search(p)), None)
     if other.lines and not frames and not locs and not in_python:
         # Outside Python the first failure says most (javac, rustc, go test): their order.
         # Compilers wrap names in backticks (cannot borrow `x`); a quote cannot hold one, and
