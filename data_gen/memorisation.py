@@ -18,7 +18,7 @@ kind, its start and end refs and its summary. For every split other than train:
 * ``range_shapes``: the distinct (kind, ref type, first ref number, length) of its targets'
   ranges: how many different folds it asks for.
 
-The eval uses the same items (``exact_items``) for ``values_not_in_context`` and the same
+The eval uses the same items (``exact_items``, defined in ``doctrine.exact_items``) for ``values_not_in_context`` and the same
 train targets for ``nearest_train_sim`` (:class:`TrainTargets`), so the build's audit and
 the eval's figures measure one thing.
 """
@@ -32,29 +32,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from doctrine.exact_items import PATH as _PATH
+from doctrine.exact_items import SPAN as _SPAN
+from doctrine.exact_items import exact_items, items_in_text
 from plumbing.tool_format import arguments_object
 
 __all__ = ["CompressTarget", "TrainTargets", "audit_lines", "compress_ranges", "compress_targets", "exact_items",
            "items_in_text", "joined_summary", "memorisation_audit", "range_shape", "skeleton"]
 
-# A quoted span: `code`, "text", or 'text' whose quotes are not apostrophes inside words.
-_SPAN = re.compile(r"`[^`\n]+`|\"[^\"\n]+\"|(?<!\w)'[^'\n]+'(?!\w)")
-# A path: segments joined by slashes (a leading slash or ./ allowed), or a file name with an
-# extension and a line number (``cursor.py:17``).
-_PATH = re.compile(r"(?:\.{0,2}/)?(?:[\w.@+-]+/)+[\w.@+-]+(?::\d+)?|\b[\w-]+\.[A-Za-z]\w{0,5}:\d+\b")
 _ID = re.compile(r"\b[mb]\d+\b")
 _WORD = re.compile(r"[A-Za-z_][\w.-]*\w|[A-Za-z_]")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_SETTING = re.compile(r"(?<![\w.-])[A-Za-z_][\w.-]*=[^\s,;`'\"()]+")
-# An error string runs to the end of its clause: a line end, a semicolon, ", " or a full stop.
-_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Failure)\b:[^\n`\"]*?(?=,\s|;|\.\s|\.?$)", re.M)
-_TRAILING = ".,;:)"
 # Full difflib ratios per nearest-train search: the labels with the highest quick_ratio bound.
 # On the pocket build (628 train labels, 146 held-out labels as replies) the capped search was
 # exact wherever the nearest ratio is >= 0.9 (56 of 56: the memorised range), at most 0.037 low
 # below it (mean 0.003), at ~8x less time (~50 ms against ~400 ms a reply on one shared core).
 NEAREST_CANDIDATES = 32
-MIN_ITEM_CHARS = 3  # a one- or two-character span (`a`, `-n`) occurs anywhere: not a value worth testing
 
 
 def _identifier(word: str) -> bool:
@@ -72,26 +65,6 @@ def skeleton(summary: str) -> str:
     s = _WORD.sub(lambda m: "<name>" if _identifier(m.group(0)) else m.group(0), s)
     s = _NUMBER.sub("#", s)
     return "\n".join(" ".join(line.split()) for line in s.strip().splitlines())
-
-
-def exact_items(summary: str) -> list[str]:
-    """The exact items of ``summary`` in order, each once: quoted spans (without their quotes),
-    ``key=value`` pairs, paths and error strings, at least ``MIN_ITEM_CHARS`` long."""
-    found = [m.group(0)[1:-1].strip() for m in _SPAN.finditer(summary)]
-    found += [m.group(0).rstrip(_TRAILING) for m in _SETTING.finditer(summary)]
-    found += [m.group(0).rstrip(_TRAILING) for m in _PATH.finditer(summary)]
-    found += [m.group(0).strip().rstrip(_TRAILING) for m in _ERROR.finditer(summary)]
-    return [x for x in dict.fromkeys(found) if len(x) >= MIN_ITEM_CHARS]
-
-
-def items_in_text(summary: str, text: str) -> tuple[list[str], list[str]]:
-    """(items of ``summary`` that occur verbatim in ``text``, items that do not). ``text`` is
-    read as it is and with JSON string escapes undone (tool-call arguments carry them; a
-    summary may quote either form)."""
-    plain = text.replace("\\n", "\n").replace("\\t", "\t").replace('\\"', '"')
-    items = exact_items(summary)
-    found = [i for i in items if i in plain or i in text]
-    return found, [i for i in items if i not in found]
 
 
 @dataclass(frozen=True)

@@ -87,18 +87,21 @@ def _step(meta: dict[str, Any]) -> int:
 
 
 def tokenize_split(ds, tokenizer, template: str, *, max_length: int, prompt_mode: str,
-                   max_samples: int | None = None, with_keys: bool = False):
+                   max_samples: int | None = None, with_keys: bool = False, copy_tokens: bool = False):
     """Tokenise rows into ``input_ids`` + ``assistant_masks``; return (dataset, rejects).
 
     Rejected rows (no target, empty mask, too long, wrong prompt mode, bad fields) are
     dropped and counted by reason, never truncated and never fatal. Every row keeps its
     decision ``kind`` (``meta.kind``: the trainer logs the loss per kind). ``with_keys`` adds
-    ``session_key`` (:func:`session_key`) and ``step`` columns for shared-prefix grouping.
+    ``session_key`` (:func:`session_key`) and ``step`` columns for shared-prefix grouping;
+    ``copy_tokens`` a ``copy_mask`` column: 1 on the target tokens that copy an exact item
+    from the context (:mod:`train.copy_tokens`, the trainer's copy term).
     """
     if max_samples is not None:
         ds = ds.select(range(min(max_samples, len(ds))))
 
-    blank = {"kind": "", **({"session_key": "", "step": 0} if with_keys else {})}
+    blank = {"kind": "", **({"session_key": "", "step": 0} if with_keys else {}),
+             **({"copy_mask": []} if copy_tokens else {})}
 
     def encode(row: dict) -> dict:
         meta = _as_obj(row.get("meta")) or {}
@@ -115,9 +118,13 @@ def tokenize_split(ds, tokenizer, template: str, *, max_length: int, prompt_mode
         try:
             enc = tokenize_sample(tokenizer, messages, tools, template, max_length)
         except SampleRejected as exc:
-            return {"input_ids": [], "assistant_masks": [], "reject": exc.reason, **keys}
+            return {"input_ids": [], "assistant_masks": [], "reject": exc.reason, **blank, **keys}
         except RecursionError:  # tool-call arguments nested past the recursion limit
-            return {"input_ids": [], "assistant_masks": [], "reject": "nested_too_deep", **keys}
+            return {"input_ids": [], "assistant_masks": [], "reject": "nested_too_deep", **blank, **keys}
+        if copy_tokens:
+            from .copy_tokens import copied_items, copy_mask
+
+            keys["copy_mask"] = copy_mask(tokenizer, enc["input_ids"], enc["assistant_masks"], copied_items(messages))
         return {**enc, "reject": "", **keys}
 
     mapped = ds.map(encode, remove_columns=ds.column_names, desc="tokenizing")

@@ -127,6 +127,10 @@ class TrainerSection(BaseConfig):
     decision_tokens: int = Field(0, ge=0, description="target tokens per sample in the decision term; 0: one term")
     decision_weight: float = Field(1.0, ge=0, description="weight of each decision-term token in the loss")
     summary_weight: float = Field(1.0, ge=0, description="weight of each other target token in the loss")
+    # A third term (train/copy_tokens.py): target tokens that copy an exact item (a quoted
+    # value, key=value, path, error string, a range's message id) from the context.
+    copy_weight: float = Field(1.0, ge=0, description="weight of each target token that copies an exact item "
+                               "from the context (train/copy_tokens.py); 1: no copy term")
 
     @model_validator(mode="after")
     def _terms(self) -> TrainerSection:
@@ -135,6 +139,9 @@ class TrainerSection(BaseConfig):
             raise ValueError("trainer.decision_weight / summary_weight need trainer.decision_tokens > 0")
         if self.decision_tokens and not self.target_only_logits:
             raise ValueError("trainer.decision_tokens needs trainer.target_only_logits: true (the weighted loss "
+                             "is computed on the kept target logits)")
+        if self.copy_weight != 1.0 and not self.target_only_logits:
+            raise ValueError("trainer.copy_weight needs trainer.target_only_logits: true (the weighted loss "
                              "is computed on the kept target logits)")
         return self
 
@@ -169,6 +176,13 @@ class TrainRecipe(BaseConfig):
                                      "absent: an SFT run")
 
     @model_validator(mode="after")
+    def _copy_term(self) -> TrainRecipe:
+        if self.trainer.copy_weight != 1.0 and self.data.packing:
+            raise ValueError("trainer.copy_weight marks tokens of single samples: it does not combine with "
+                             "data.packing (data.padding_free keeps samples apart and does)")
+        return self
+
+    @model_validator(mode="after")
     def _shared_prefix(self) -> TrainRecipe:
         if self.data.shared_prefix:
             if self.data.packing or self.data.padding_free:
@@ -177,6 +191,9 @@ class TrainRecipe(BaseConfig):
             if self.model.attn_implementation not in (None, "sdpa"):
                 raise ValueError("data.shared_prefix runs its own block-wise attention (sdpa inside): "
                                  f"model.attn_implementation {self.model.attn_implementation!r} does not combine")
+            if self.trainer.copy_weight != 1.0:
+                raise ValueError("trainer.copy_weight weighs tokens of single samples: it does not combine with "
+                                 "data.shared_prefix")
             if self.trainer.per_device_train_batch_size != 1 or self.trainer.per_device_eval_batch_size != 1:
                 raise ValueError("data.shared_prefix trains one merged sequence per batch: "
                                  "trainer.per_device_train_batch_size and per_device_eval_batch_size must be 1 "

@@ -154,6 +154,7 @@ class Curriculum:
     target_tokens: int
     total_tokens: int
     merging: dict[str, Any] | None = None  # data.shared_prefix: what merging did
+    copy_tokens: int | None = None  # trainer.copy_weight: target tokens the copy term weighs
 
 
 def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, force: bool = False,
@@ -246,21 +247,29 @@ def load_curriculum(recipe: TrainRecipe, tokenizer: Any, template: str, state: A
     from .data import DataError, load_split, tokenize_split
 
     shared = recipe.data.shared_prefix
+    copy = recipe.trainer.copy_weight != 1.0  # the copy term's token masks (train/copy_tokens.py)
     with state.main_process_first():
         train_raw = load_split(recipe.data.dir, recipe.data.train_split)
         train_ds, train_rejects = tokenize_split(
             train_raw, tokenizer, template, max_length=recipe.data.max_length,
-            prompt_mode=recipe.data.prompt_mode, max_samples=recipe.data.max_train_samples, with_keys=shared)
+            prompt_mode=recipe.data.prompt_mode, max_samples=recipe.data.max_train_samples, with_keys=shared,
+            copy_tokens=copy)
         eval_ds, eval_rejects = None, {}
         if recipe.data.eval_split and recipe.trainer.eval_steps:
             eval_raw = load_split(recipe.data.dir, recipe.data.eval_split)
             eval_ds, eval_rejects = tokenize_split(
                 eval_raw, tokenizer, template, max_length=recipe.data.max_length,
-                prompt_mode=recipe.data.prompt_mode, max_samples=recipe.data.max_eval_samples, with_keys=shared)
+                prompt_mode=recipe.data.prompt_mode, max_samples=recipe.data.max_eval_samples, with_keys=shared,
+                copy_tokens=copy)
     if len(train_ds) == 0:
         raise DataError(f"no trainable samples in {recipe.data.dir} (rejected: {train_rejects})")
     data = Curriculum(train_ds, eval_ds, train_rejects, eval_rejects, len(train_ds),
-                      sum(sum(m) for m in train_ds["assistant_masks"]), sum(len(x) for x in train_ds["input_ids"]))
+                      sum(sum(m) for m in train_ds["assistant_masks"]), sum(len(x) for x in train_ds["input_ids"]),
+                      copy_tokens=sum(sum(m) for m in train_ds["copy_mask"]) if copy else None)
+    if copy:
+        log(f"[train] copy term: {data.copy_tokens:,} of {data.target_tokens:,} target tokens copy an exact item "
+            f"from the context ({data.copy_tokens / max(1, data.target_tokens):.1%}), weight "
+            f"{recipe.trainer.copy_weight}")
     if shared:
         from .shared_prefix import merge_split
 
@@ -383,7 +392,8 @@ def build_trainer(recipe: TrainRecipe, model: Any, peft_config: Any, tokenizer: 
                                 processing_class=tokenizer, peft_config=peft_config, data_collator=collator,
                                 callbacks=callbacks, target_only_logits=t.target_only_logits,
                                 shared_prefix=shared, decision_tokens=t.decision_tokens,
-                                decision_weight=t.decision_weight, summary_weight=t.summary_weight)
+                                decision_weight=t.decision_weight, summary_weight=t.summary_weight,
+                                copy_weight=t.copy_weight)
     trainer.data_collator = GuardedCollator(KindsCollator(trainer.data_collator))
     return trainer, bf16
 
@@ -400,7 +410,8 @@ def write_train_manifest(stage: Path, recipe: TrainRecipe, data: Curriculum, dat
                 "train_rejects": data.train_rejects,
                 "eval_samples": len(data.eval) if data.eval is not None else 0,
                 "eval_rejects": data.eval_rejects, "train_tokens": data.total_tokens,
-                "target_tokens": data.target_tokens},
+                "target_tokens": data.target_tokens,
+                **({"copy_tokens": data.copy_tokens} if data.copy_tokens is not None else {})},
         extra={"model": resolved, "chat_template_source": template_source,
                "bf16": bf16, "shared_prefix": data.merging,
                "prompt_mode": recipe.data.prompt_mode,

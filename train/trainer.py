@@ -39,14 +39,19 @@ def target_positions(labels: torch.Tensor) -> torch.Tensor:
 
 
 def token_weights(targets: torch.Tensor, decision_tokens: int, decision_weight: float,
-                  summary_weight: float) -> torch.Tensor:
+                  summary_weight: float, copy: torch.Tensor | None = None, copy_weight: float = 1.0) -> torch.Tensor:
     """Per-token loss weights of ``targets`` (batch, positions; -100 = no label): the first
     ``decision_tokens`` labelled positions of each row weigh ``decision_weight`` (the tokens
     that decide compress vs task action vs decline: a short lead and the call's name), the
-    other labelled ones ``summary_weight``, the rest 0."""
+    labelled positions ``copy`` marks (tokens that copy an exact item from the context,
+    :mod:`train.copy_tokens`) ``copy_weight``, the other labelled ones ``summary_weight``,
+    the rest 0."""
     valid = targets != -100
     rank = valid.long().cumsum(dim=1)  # 1 at a row's first labelled position
-    w = torch.where(rank <= decision_tokens, decision_weight, summary_weight).to(torch.float32)
+    first = rank <= decision_tokens
+    w = torch.where(first, decision_weight, summary_weight).to(torch.float32)
+    if copy is not None:
+        w = torch.where(copy.bool() & ~first, torch.as_tensor(copy_weight, dtype=torch.float32), w)
     return w * valid
 
 
@@ -69,34 +74,52 @@ def kind_losses(nll: torch.Tensor, targets: torch.Tensor, kinds: list[str],
 
 
 class KindsCollator:
-    """Takes each feature's ``kind`` off before the inner collator runs and hands the batch's
-    kinds over as ``batch["kinds"]`` (a list, one per sample); the trainer pops it before the
-    model sees the batch."""
+    """Takes each feature's ``kind`` (and ``copy_mask``, where the data has one) off before
+    the inner collator runs and hands them over beside the batch: ``batch["kinds"]`` (a list,
+    one per sample) and ``batch["copy_mask"]`` (a tensor shaped like ``input_ids``: each
+    sample's mask right-padded with 0, or the samples' masks back to back in a padding-free
+    row, as TRL lays out the ids). The trainer pops both before the model sees the batch."""
+
+    SIDE = ("kind", "copy_mask")
 
     def __init__(self, inner):
         self.inner = inner
 
     def __call__(self, features):
-        if not features or "kind" not in features[0]:
+        if not features or not any(k in features[0] for k in self.SIDE):
             return self.inner(features)
-        kinds = [str(f.get("kind") or "") for f in features]
-        batch = self.inner([{k: v for k, v in f.items() if k != "kind"} for f in features])
-        batch["kinds"] = kinds
+        batch = self.inner([{k: v for k, v in f.items() if k not in self.SIDE} for f in features])
+        if "kind" in features[0]:
+            batch["kinds"] = [str(f.get("kind") or "") for f in features]
+        if "copy_mask" in features[0]:
+            batch["copy_mask"] = _lay_out([list(f["copy_mask"]) for f in features], batch["input_ids"])
         return batch
+
+
+def _lay_out(masks: list[list[int]], input_ids: torch.Tensor) -> torch.Tensor:
+    """Per-sample masks laid out like the collated ``input_ids``."""
+    rows = [sum(masks, [])] if input_ids.size(0) != len(masks) else masks  # padding-free: one row
+    out = torch.zeros(input_ids.shape, dtype=torch.bool)
+    for r, m in enumerate(rows):
+        n = min(len(m), input_ids.size(1))
+        out[r, :n] = torch.as_tensor(m[:n], dtype=torch.bool)
+    return out
 
 
 class ProjectSFTTrainer(SFTTrainer):
     def __init__(self, *args, target_only_logits: bool = False, shared_prefix: bool = False,
-                 decision_tokens: int = 0, decision_weight: float = 1.0, summary_weight: float = 1.0, **kwargs):
+                 decision_tokens: int = 0, decision_weight: float = 1.0, summary_weight: float = 1.0,
+                 copy_weight: float = 1.0, **kwargs):
         super().__init__(*args, **kwargs)
         self.target_only_logits = target_only_logits
         self.shared_prefix = shared_prefix
         self.decision_tokens = int(decision_tokens)
         self.decision_weight = float(decision_weight)
         self.summary_weight = float(summary_weight)
-        if self.decision_tokens and (shared_prefix or not target_only_logits):
-            raise ValueError("trainer.decision_tokens weighs the target-only loss: it needs target_only_logits "
-                             "and no data.shared_prefix")
+        self.copy_weight = float(copy_weight)
+        if (self.decision_tokens or self.copy_weight != 1.0) and (shared_prefix or not target_only_logits):
+            raise ValueError("trainer.decision_tokens and copy_weight weigh the target-only loss: they need "
+                             "target_only_logits and no data.shared_prefix")
         self._total_target_tokens = 0
         if (target_only_logits or shared_prefix) and (
                 self.compute_loss_func is not None or self.label_smoother is not None
@@ -106,8 +129,9 @@ class ProjectSFTTrainer(SFTTrainer):
 
     def _set_signature_columns_if_needed(self):
         super()._set_signature_columns_if_needed()
-        if "kind" not in self._signature_columns:  # kept for KindsCollator (the per-kind loss)
-            self._signature_columns = [*self._signature_columns, "kind"]
+        for side in KindsCollator.SIDE:  # kept for KindsCollator (the per-kind loss, the copy term)
+            if side not in self._signature_columns:
+                self._signature_columns = [*self._signature_columns, side]
 
     def create_accelerator_and_postprocess(self) -> None:
         super().create_accelerator_and_postprocess()
@@ -143,6 +167,7 @@ class ProjectSFTTrainer(SFTTrainer):
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         kinds = inputs.pop("kinds", None)  # KindsCollator's: for the log only, never the model's
+        copy = inputs.pop("copy_mask", None)  # KindsCollator's: the copy term's tokens
         labels = inputs["labels"]
         if self.model.training:
             # Target tokens trained on so far (``num_target_tokens`` beside TRL's ``num_tokens``):
@@ -163,8 +188,9 @@ class ProjectSFTTrainer(SFTTrainer):
         model_inputs["use_cache"] = False
         logits = model(**model_inputs, logits_to_keep=keep).logits.float()  # (batch, targets, vocab)
         targets = labels[:, 1:][:, keep]
-        if self.decision_tokens:
-            loss = self._weighted_nll(logits, targets, num_items_in_batch, mode)
+        if self.decision_tokens or self.copy_weight != 1.0:
+            copy_t = copy[:, 1:][:, keep].to(targets.device) if copy is not None else None
+            loss = self._weighted_nll(logits, targets, num_items_in_batch, mode, copy_t)
         else:
             loss = self._nll(logits, targets, num_items_in_batch)
         if "attention_mask" in inputs:
@@ -221,20 +247,25 @@ class ProjectSFTTrainer(SFTTrainer):
             loss = loss * (self.accelerator.num_processes // self.get_tp_size())
         return loss
 
-    def _weighted_nll(self, logits, targets, num_items_in_batch, mode):
-        """The decision and summary terms (``token_weights``) over the same denominator as
-        ``_nll``: with both weights 1 it is ``_nll``. Each term's mean NLL is logged
-        (``loss_decision``, ``loss_summary``) so the log shows which one training moves."""
+    def _weighted_nll(self, logits, targets, num_items_in_batch, mode, copy=None):
+        """The decision, copy and summary terms (``token_weights``) over the same denominator as
+        ``_nll``: with every weight 1 it is ``_nll``. Each term's mean NLL is logged
+        (``loss_decision``, ``loss_summary`` over the non-decision tokens, ``loss_copy`` over
+        the copy tokens where the batch marks them) so the log shows which one training moves."""
         nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-100,
                               reduction="none").view_as(targets)
-        w = token_weights(targets, self.decision_tokens, self.decision_weight, self.summary_weight)
+        w = token_weights(targets, self.decision_tokens, self.decision_weight, self.summary_weight,
+                          copy, self.copy_weight)
         denom = (targets != -100).sum() if num_items_in_batch is None else num_items_in_batch
         loss = (nll * w).sum() / torch.as_tensor(denom).clamp(min=1)
         if self.args.average_tokens_across_devices and num_items_in_batch is not None:
             loss = loss * (self.accelerator.num_processes // self.get_tp_size())
         first = token_weights(targets, self.decision_tokens, 1.0, 0.0).bool()
         rest = (targets != -100) & ~first
-        for name, part in (("loss_decision", first), ("loss_summary", rest)):
+        parts = [("loss_decision", first), ("loss_summary", rest)]
+        if copy is not None:
+            parts.append(("loss_copy", rest & copy.bool()))
+        for name, part in parts:
             n = part.sum()
             self._metrics[mode][name].append((nll.detach()[part].sum() / n).item() if n > 0 else 0.0)
         return loss

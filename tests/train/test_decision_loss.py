@@ -17,7 +17,7 @@ from .conftest import make_row
 
 
 def _fake(k=0, wd=1.0, ws=1.0):
-    return SimpleNamespace(decision_tokens=k, decision_weight=wd, summary_weight=ws,
+    return SimpleNamespace(decision_tokens=k, decision_weight=wd, summary_weight=ws, copy_weight=1.0,
                            args=SimpleNamespace(average_tokens_across_devices=False),
                            _metrics={"train": defaultdict(list)})
 
