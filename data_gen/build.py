@@ -138,10 +138,11 @@ def label_source(session: Session) -> str:
 
 
 def replay_rows(session: Session, recipe: DataRecipe, doctrine, window: int, gate: str, rejects: Counter,
-                run_dir: Path, labeler=None, rw=None, tally: Counter | None = None):
+                run_dir: Path, labeler=None, rw=None, tally: Counter | None = None, policy=None):
     """The rows of one replay; ``rw`` (a RecoveryWindow): only its kept kinds, tagged
     ``meta.recovery_window``, its skips counted apart (``recovery_window:skipped:...``).
-    ``tally``: the session source's points, labels and skips (the card's per-source table)."""
+    ``tally``: the session source's points, labels and skips (the card's per-source table),
+    and with a ``policy`` (on-policy replay, ``data_gen.student``) its moves as ``policy:<what>``."""
     from .replay import ReplayStats, replay_session
 
     stats = ReplayStats()
@@ -154,7 +155,8 @@ def replay_rows(session: Session, recipe: DataRecipe, doctrine, window: int, gat
                                      stats=stats, run_dir=str(run_dir), labeler=labeler, nudge_style=style,
                                      usage_counter=r.usage_counter,
                                      kernel_overrides=None if rw is None else rw.kernel_overrides(),
-                                     label_config=r.label_config(window) if rw is None else r.recovery_label_config(rw)):
+                                     label_config=r.label_config(window) if rw is None else r.recovery_label_config(rw),
+                                     policy=policy):
             row = sample.to_dict()
             if rw is not None:
                 if not rw.keeps(row["meta"]):
@@ -173,6 +175,8 @@ def replay_rows(session: Session, recipe: DataRecipe, doctrine, window: int, gat
         tally["labelled"] += stats.samples
         for reason, n in stats.skipped.items():
             tally[f"{prefix}:{reason}"] += n
+        for what, n in stats.policy.items():
+            tally[f"policy:{what}"] += n
 
 
 class EmptyCurriculum(ValueError):

@@ -92,6 +92,9 @@ class ReplayStats:
     kinds: Counter = field(default_factory=Counter)
     skipped: Counter = field(default_factory=Counter)
     details: list[str] = field(default_factory=list)  # the first few skip details, for debugging
+    # With a policy (on-policy replay): what the policy's own moves did, e.g. asked,
+    # compress, applied, refused, session, recovery, malformed, and "refusal:<reason>".
+    policy: Counter = field(default_factory=Counter)
 
     def skip(self, reason: str, detail: str = "") -> None:
         self.skipped[reason] += 1
@@ -99,8 +102,11 @@ class ReplayStats:
             self.details.append(f"{reason}: {detail}" if detail else reason)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"points": self.points, "samples": self.samples, "kinds": dict(sorted(self.kinds.items())),
-                "skipped": dict(sorted(self.skipped.items()))}
+        out = {"points": self.points, "samples": self.samples, "kinds": dict(sorted(self.kinds.items())),
+               "skipped": dict(sorted(self.skipped.items()))}
+        if self.policy:
+            out["policy"] = dict(sorted(self.policy.items()))
+        return out
 
 
 def _with_id(msg: dict[str, Any], raw_id: str) -> dict[str, Any]:
@@ -123,7 +129,7 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
                    label_config: LabelConfig | None = None,
                    stats: ReplayStats | None = None, run_dir: str | None = None,
                    labeler: Any = None, nudge_style: str = "list",
-                   usage_counter: str = "acp-default") -> Iterator[DecisionSample]:
+                   usage_counter: str = "acp-default", policy: Any = None) -> Iterator[DecisionSample]:
     """Drive ``session`` through the kernel and yield one labelled sample per decision point.
 
     Deterministic: the same session, settings and seed give byte-identical samples
@@ -191,17 +197,86 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
                 break
             stats.samples += 1
             stats.kinds[label.kind] += 1
-            yield _sample(point, label, system_prompt, tools, common, step)
-            act = label.action
+            sample = _sample(point, label, system_prompt, tools, common, step)
+            yield sample
+            move = _policy_move(policy, sample, label, stats) if policy is not None else label
+            act = move.action
             if act["type"] == "session":
-                if label.message != _target_of(msgs[b]):
+                if move is label and label.message != _target_of(msgs[b]):
                     replaced[b] = label.message
                 break
             n_action += 1
-            state, restored = apply_action(point, label, history, f"{ACTION_PREFIX}{n_action:04d}", cfg, run_dir)
+            if move is label:
+                state, restored = apply_action(point, label, history, f"{ACTION_PREFIX}{n_action:04d}", cfg, run_dir)
+            else:
+                state, restored = _apply_policy_move(point, move, history, f"{ACTION_PREFIX}{n_action:04d}", cfg,
+                                                     run_dir, stats)
             # An urgent fold in the middle of a recovery leaves the recovery in progress.
             recovery = restored if act["type"] != "compress" else recovery
     return
+
+
+def _policy_move(policy: Any, sample: DecisionSample, label: Any, stats: ReplayStats) -> Any:
+    """The policy's move at ``sample`` (the label's own where it returns None)."""
+    stats.policy["asked"] += 1
+    move = policy(sample, label)
+    if move is None:
+        return label
+    kind = move.action.get("type", "session")
+    stats.policy["recovery" if kind == "tool" else kind] += 1
+    if kind == "session":
+        stats.policy[f"session:{move.reason or 'label'}"] += 1
+    return move
+
+
+def _apply_policy_move(point: DecisionPoint, move: Any, history: list[dict[str, Any]], action_id: str,
+                       cfg: LabelConfig, run_dir: str | None,
+                       stats: ReplayStats) -> tuple[CompressionState, RecoveryState | None]:
+    """A policy's compress or recovery call as a host would answer it: an applied fold changes
+    the state; a refused one (ranges the kernel refuses, arguments it cannot read, an unknown
+    block) leaves the state as it was and its refusal in the history, for the next point."""
+    act = move.action
+    call_msg = dict(move.message)
+    call_msg["id"] = action_id
+    state, recovery = point.state, None
+    if act["type"] == "compress":
+        from doctrine.label.actions import host_ranges
+
+        try:
+            res = apply_compression(host_ranges(act["args"]), point.compress_messages, point.state, point.kconfig,
+                                    compress_call_id=act["call_id"], count_tokens=point.count_tokens,
+                                    clock_ms=lambda: 0)
+            errors, result = list(res.errors), res.text
+            if res.blocks_created:
+                state = res.state
+        except ValueError as exc:  # arguments the host cannot read
+            errors, result = [str(exc)], f"compress refused: {exc}"
+        if state is point.state:
+            stats.policy["refused"] += 1
+            for e in errors[:3] or ["no block created"]:
+                stats.policy[f"refusal:{_reason(e)}"] += 1
+            if not result:
+                result = "compress refused: " + "; ".join(errors or ["no block created"])
+        else:
+            stats.policy["applied"] += 1
+    else:
+        try:
+            result, state = _run_tool(point, act, cfg, run_dir)
+        except (KeyError, ValueError, TypeError) as exc:  # a block id or query the host cannot use
+            result = f"{act.get('name')} failed: {exc}"
+        recovery = RecoveryState([], act["name"], result, [], act["args"].get("blockId"))
+    history.append(_with_id(call_msg, action_id))
+    history.append({"role": "tool", "tool_call_id": act["call_id"], "name": act.get("name", "compress"),
+                    "content": result, "id": f"{action_id}#result"})
+    return state, recovery
+
+
+def _reason(error: str) -> str:
+    """A refusal's reason without its ids and numbers (counted across replies)."""
+    import re
+
+    text = error.split(":", 1)[1] if error.startswith("range ") and ":" in error else error
+    return re.sub(r"\b[mb]\d+\b|\d+", "#", text).strip()[:80]
 
 
 def _target_of(msg: dict[str, Any]) -> dict[str, Any]:
