@@ -54,8 +54,10 @@ def student_policy(backend: Backend, *, max_tokens: int = 320, use_adapter: bool
     one record per answer: the session, step, the label's kind, the reply text and the move."""
 
     def policy(sample: Any, label: Any) -> Label:
+        # meta: the label, read only by the reference backends (the oracle replays it: a round
+        # played by the oracle is the ordinary build's replay, the check that the loop is sound).
         request = Request(messages=sample.messages[:-1], tools=sample.tools, use_adapter=use_adapter,
-                          max_tokens=max_tokens)
+                          max_tokens=max_tokens, meta={"oracle_reply": label.message})
         try:
             completion = backend.complete(request)
         except BackendError as exc:  # a failed call is a move that lets the script go on, counted

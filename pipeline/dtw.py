@@ -29,6 +29,8 @@ COMMANDS: dict[str, Command] = {
     "data": Command("data_gen.cli_build:add_build", "stage data: build an SFT curriculum from a configs/data recipe"),
     "train": Command("train.__main__:add_run", "stage train: train a LoRA adapter from a configs/train recipe"),
     "grpo": Command("rl.__main__:add_run", "stage train, after SFT: GRPO with the evaluator's scores as reward"),
+    "on-policy": Command("rl.__main__:add_on_policy", "stage data, after SFT: the adapter plays new sessions, the "
+                         "doctrine labels the states it visits (an on-policy round)"),
     "export": Command("train.__main__:add_export", "stage adapter: write runs/<name>/adapter for vLLM serving"),
     "eval": Command("eval.cli:register_run", "stage eval: run (or resume) an eval recipe into --out"),
     "report": Command("eval.cli:register_report", "stage report: Markdown, HTML and JSON of an eval folder"),

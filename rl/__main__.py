@@ -1,6 +1,7 @@
-"""``python -m rl``: GRPO after SFT (also ``dtw grpo``).
+"""``python -m rl``: GRPO after SFT (also ``dtw grpo``) and on-policy rounds (``dtw on-policy``).
 
     python -m rl configs/train/grpo_pocket.yaml --out runs/pocket_grpo [KEY=VALUE ...] [--resume]
+    python -m rl on-policy configs/data/on_policy_pocket.yaml --out runs/pocket_proc/round1 student.adapter_dir=DIR
     accelerate launch --config_file configs/accelerate/single_gpu.yaml -m rl configs/train/grpo_8b.yaml --out runs/reference_grpo
 
 The recipe is a train recipe with a ``grpo:`` section (train/grpo_recipe.py). This package sits
@@ -52,8 +53,50 @@ def add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
 
 
+def _cmd_on_policy(args: argparse.Namespace, recipe) -> int:
+    from plumbing.runs import RunFolderError, out_dir_error
+    from plumbing.stage import decide, record_fingerprint
+
+    from .on_policy import WRITES, OnPolicyError, round_fingerprint, run_round
+
+    if not args.out:
+        print("error: --out runs/<name>/round1 is required", file=sys.stderr)
+        return 2
+    if problem := out_dir_error(args.out):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    fingerprint = round_fingerprint(recipe)
+    decision = decide(args.out, fingerprint, name="on-policy", force=args.force,
+                      hint="use --force to play the round again, or a new --out")
+    if decision.action == "skip":
+        print(f"[skip] {decision.reason}")
+        return 0
+    if decision.action == "refuse":
+        print(f"error: {decision.reason}", file=sys.stderr)
+        return 2
+    try:
+        record_fingerprint(args.out, "data", fingerprint, writes=WRITES)
+        run_round(recipe, args.out)
+    except (RunFolderError, OnPolicyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def add_on_policy(p: argparse.ArgumentParser) -> None:
+    from plumbing.subcommands import recipe_command
+
+    recipe_command(p, "rl.on_policy:OnPolicyRecipe", _cmd_on_policy,
+                   recipe_help="a configs/data/on_policy_*.yaml round recipe",
+                   overrides_help="dotted KEY=VALUE overrides, e.g. student.adapter_dir=runs/x/train/final")
+    p.add_argument("--out", help="the round's data folder (runs/<name>/round1)")
+    p.add_argument("--force", action="store_true", help="play the round again although its folder is complete")
+
+
 COMMANDS: dict[str, Command] = {
     "run": Command("rl.__main__:add_run", "GRPO after SFT from a configs/train recipe with grpo: (the default command)"),
+    "on-policy": Command("rl.__main__:add_on_policy", "an on-policy round: the adapter plays new sessions, the "
+                         "doctrine labels the states it visits, into a data folder"),
 }
 
 
