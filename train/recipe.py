@@ -56,6 +56,10 @@ class LoraSection(BaseConfig):
     use_dora: bool = Field(False, description="vLLM cannot serve DoRA adapters; export refuses them")
     modules_to_save: list[str] = Field(default_factory=list, description="must stay empty for vLLM")
     qlora: bool = Field(False, description="4-bit NF4 base (bitsandbytes, CUDA only)")
+    init_adapter: str | None = Field(
+        None, description="go on training this adapter (a folder with adapter_config.json, e.g. the SFT run's "
+        "train/final before an on-policy round's rows): its weights load trainable and its own shape (r, "
+        "alpha, modules, layers) is kept; None: a new adapter of this section's shape")
 
     @field_validator("target_modules")
     @classmethod

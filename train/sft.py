@@ -25,6 +25,7 @@ from plumbing.runs import (
     atomic_write_json,
     fingerprint_sha256,
     manifest_content_sha256,
+    paths_sha256,
     redact_secrets,
     write_manifest,
 )
@@ -138,8 +139,12 @@ def train_fingerprint(recipe: TrainRecipe) -> dict[str, Any]:
     """What a training's adapter is computed from: the resolved recipe (secrets redacted) and
     the content of the data stage's manifest (it lists every shard's sha256). The manifest
     records it and the stage folder's marker; a rerun decides with it (:func:`plumbing.stage.decide`)."""
-    return {"recipe": redact_secrets(recipe.model_dump(mode="json")),
-            "data": manifest_content_sha256(recipe.data.dir)}
+    out = {"recipe": redact_secrets(recipe.model_dump(mode="json")),
+           "data": manifest_content_sha256(recipe.data.dir)}
+    if recipe.lora.init_adapter:  # the adapter training goes on from: its files, not its path
+        init = Path(recipe.lora.init_adapter)
+        out["init_adapter"] = paths_sha256(sorted(p for p in init.iterdir() if p.is_file())) if init.is_dir() else None
+    return out
 
 
 @dataclass
@@ -284,6 +289,26 @@ def load_curriculum(recipe: TrainRecipe, tokenizer: Any, template: str, state: A
     return data
 
 
+def _init_adapter(model: Any, recipe: TrainRecipe) -> Any:
+    """``model`` with ``lora.init_adapter`` loaded trainable (checked first: weights agree
+    with their config, safetensors only)."""
+    from peft import PeftModel
+
+    from plumbing.adapters import AdapterError, check_adapter
+    from plumbing.subcommands import CommandError
+
+    init = Path(recipe.lora.init_adapter)
+    try:
+        check_adapter(init)
+    except AdapterError as exc:
+        raise CommandError(f"lora.init_adapter: {exc}") from None
+    try:
+        return PeftModel.from_pretrained(model, str(init), is_trainable=True)
+    except (ValueError, RuntimeError, KeyError) as exc:
+        raise CommandError(f"lora.init_adapter {init}: does not load on {recipe.model.spec}: "
+                        f"{str(exc).splitlines()[0]}") from None
+
+
 def build_model(recipe: TrainRecipe, resolved: Any) -> tuple[Any, Any]:
     """The base model (attention, quantisation as the recipe asks) and its LoRA config."""
     import torch
@@ -310,6 +335,8 @@ def build_model(recipe: TrainRecipe, resolved: Any) -> tuple[Any, Any]:
     if recipe.lora.layers and n_layers is not None and max(recipe.lora.layers) >= n_layers:
         raise ValueError(f"lora.layers {recipe.lora.layers}: {recipe.model.spec} has {n_layers} decoder layers "
                          f"(0..{n_layers - 1})")
+    if recipe.lora.init_adapter:
+        return _init_adapter(model, recipe), None
     peft_config = LoraConfig(
         r=recipe.lora.r, lora_alpha=recipe.lora.alpha, lora_dropout=recipe.lora.dropout,
         target_modules=recipe.lora.target_modules, use_dora=recipe.lora.use_dora,
@@ -404,7 +431,9 @@ def write_train_manifest(stage: Path, recipe: TrainRecipe, data: Curriculum, dat
     """The train stage's manifest, written last: its presence marks the stage complete."""
     write_manifest(
         stage, stage="train", config=recipe,
-        inputs={"data": Path(recipe.data.dir)},
+        inputs={"data": Path(recipe.data.dir),
+                **({"init_adapter": Path(recipe.lora.init_adapter) / "adapter_config.json"}
+                   if recipe.lora.init_adapter else {})},
         doctrine=data_manifest.get("doctrine"),
         counts={"train_samples": data.train_samples, "train_sequences": len(data.train),
                 "train_rejects": data.train_rejects,
