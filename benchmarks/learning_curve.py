@@ -3,7 +3,7 @@
     python benchmarks/learning_curve.py [--data runs/pocket/data] [--steps 0,400]
         [--data-recipe configs/data/pocket.yaml] [--train-recipe configs/train/pocket.yaml]
         [--eval-recipe configs/eval/pocket_learn_sessions.yaml --eval-recipe configs/eval/pocket_learn.yaml]
-        [--out runs/pocket] [--rescore]
+        [--out runs/pocket] [--rescore] [--rounds N --round-recipe configs/data/on_policy_pocket.yaml]
 
 (the defaults are `make learn`'s; the wide curriculum's curve: --data runs/learn/data
 --data-recipe configs/data/learn.yaml --train-recipe configs/train/learn.yaml
@@ -28,6 +28,12 @@ from ``--data-recipe`` when it has no manifest. Wall times of training and of ev
 evaluation are part of the output. Writes ``<out>/curve/curve.json`` (atomically, last),
 ``curve.md`` and ``curve.png``; prints the table. ``--rescore`` re-scores a finished curve's
 recorded replies with today's scorer into ``<out>/curve-rescored/`` (seconds, no model).
+
+``--rounds N`` adds on-policy rounds after the SFT steps (``rl/on_policy.py``, ``dtw on-policy``):
+the last adapter plays new train sessions of ``--round-recipe``, training goes on from it on
+the states it visited for ``--round-steps`` steps (``lora.init_adapter``), and each round's
+checkpoint is a point of the curve (step = last SFT step + r x round steps), so the SFT-only
+checkpoint and every round's stand side by side; ``curve.json`` ``rounds`` names their adapters.
 """
 
 from __future__ import annotations
@@ -355,6 +361,11 @@ def build_curve(args: argparse.Namespace) -> dict[str, Any]:
         walls["train"] = _run(train_cmd, out / "logs" / "train.log")
     elif _manifest_wall_time(out / "train") is not None:  # trained by an earlier run: its own wall time
         walls["train"] = _manifest_wall_time(out / "train")
+    adapters = {s: checkpoint_dir(out, s) for s in positive}
+    for r in range(1, args.rounds + 1):  # on-policy rounds after the SFT steps: a point each
+        step = positive[-1] + r * args.round_steps
+        adapters[step] = play_round(args, out, data, r, adapters[max(adapters)], walls)
+        steps.append(step)
     eval_common = [f"data_dir={data}"]  # a rerun resumes or reuses a step's eval; a changed recipe is refused
     questions = []
     for n, recipe in enumerate(eval_recipes(args)):
@@ -366,7 +377,7 @@ def build_curve(args: argparse.Namespace) -> dict[str, Any]:
             if step == 0:
                 arm, extra = "base_slim", []
             else:
-                arm, extra = "distilled", [f"backend.adapter_dir={checkpoint_dir(out, step)}"]
+                arm, extra = "distilled", [f"backend.adapter_dir={adapters[step]}"]
             cmd = [py, "-m", "eval", "run", recipe, "--out", str(eval_out), f"arms=[{arm}]", *extra, *eval_common]
             reused = (eval_out / "manifest.json").is_file()
             key = f"eval step {step}{label}"
@@ -379,9 +390,30 @@ def build_curve(args: argparse.Namespace) -> dict[str, Any]:
                 raise CurveError(f"{eval_out}: no finished held_out cases for arm {arm}")
         questions.append(question(recipe, steps, rows))
     curve = {"model": _trained_model(out), "data_dir": str(data), "steps": steps, **_primary(questions),
-             "questions": questions, "wall_time_s": walls, "train_command": train_cmd[1:]}
+             "questions": questions, "wall_time_s": walls, "train_command": train_cmd[1:],
+             "rounds": {str(s): str(adapters[s]) for s in steps[len(steps) - args.rounds:]} if args.rounds else {}}
     curve["wall_time_s"]["total"] = sum(walls.values())
     return curve
+
+
+def play_round(args: argparse.Namespace, out: Path, data: Path, r: int, adapter: Path,
+               walls: dict[str, float]) -> Path:
+    """On-policy round ``r`` (rl/on_policy.py): ``adapter`` plays new train sessions, the doctrine
+    labels the states it visits into ``<out>/round<r>/data``, and training goes on from
+    ``adapter`` on them for ``--round-steps`` steps into ``<out>/round<r>``. Returns the
+    round's last checkpoint."""
+    py = sys.executable
+    folder = out / f"round{r}"
+    if not (folder / "data" / "manifest.json").is_file():
+        walls[f"round {r} play"] = _run([py, "-m", "rl", "on-policy", args.round_recipe, "--out", str(folder / "data"),
+                                          f"student.adapter_dir={adapter}", f"base_data={data}", f"round={r}",
+                                          f"seed={args.round_seed + r}"], out / "logs" / f"round{r}-play.log")
+    if not (folder / "train" / "manifest.json").is_file():
+        walls[f"round {r} train"] = _run([py, "-m", "train", args.train_recipe, "--out", str(folder),
+                                          f"data.dir={folder / 'data'}", f"lora.init_adapter={adapter}",
+                                          f"trainer.max_steps={args.round_steps}",
+                                          f"trainer.save_steps={args.round_steps}"], out / "logs" / f"round{r}-train.log")
+    return checkpoint_dir(folder, args.round_steps)  # evaluated as the SFT checkpoints are
 
 
 def eval_recipes(args: argparse.Namespace) -> list[str]:
@@ -427,7 +459,9 @@ def rescore_curve(args: argparse.Namespace) -> dict[str, Any]:
     """The finished curve's evaluations re-scored with this checkout's scorer (``python -m eval
     rescore``: the recorded replies, no model call) into ``<out>/curve-rescored/``."""
     out = Path(args.out)
-    steps = parse_steps(args.steps)
+    old = out / "curve" / "curve.json"
+    finished = json.loads(old.read_text(encoding="utf-8")) if old.is_file() else {}
+    steps = finished.get("steps") or parse_steps(args.steps)  # the finished curve's (its rounds' points too)
     py = sys.executable
     walls: dict[str, float] = {}
     questions = []
@@ -443,8 +477,7 @@ def rescore_curve(args: argparse.Namespace) -> dict[str, Any]:
                 cmd, out / "logs" / f"rescore-{question_name(recipe)}-step-{step}.log")
             rows[step] = case_rows(dst, "base_slim" if step == 0 else "distilled")
         questions.append(question(recipe, steps, rows))
-    old = out / "curve" / "curve.json"
-    curve = json.loads(old.read_text(encoding="utf-8")) if old.is_file() else {"steps": steps}
+    curve = finished or {"steps": steps}
     curve.update(_primary(questions), questions=questions, rescored_from=str(out / "curve"),
                  rescore_wall_time_s=walls)
     curve.setdefault("wall_time_s", {})
@@ -470,6 +503,12 @@ def main(argv: list[str] | None = None) -> int:
                          "primary, curve.json's points); default: " + ", ".join(DEFAULT_EVAL_RECIPES))
     ap.add_argument("--steps", default="0,400", help="checkpoints to evaluate; 0 = the untrained model")
     ap.add_argument("--out", default="runs/pocket")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="on-policy rounds after the SFT steps (rl/on_policy.py): the last adapter plays new "
+                         "sessions, training goes on from it on the states it visited; each round is a point")
+    ap.add_argument("--round-recipe", default="configs/data/on_policy_pocket.yaml", help="the rounds' recipe")
+    ap.add_argument("--round-steps", type=int, default=200, help="training steps of each round")
+    ap.add_argument("--round-seed", type=int, default=7000, help="round r plays sessions of seed round-seed + r")
     ap.add_argument("--rescore", action="store_true",
                     help="re-score the finished curve's recorded replies with this checkout's scorer "
                          "(no training, no generation) into <out>/curve-rescored")

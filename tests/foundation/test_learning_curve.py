@@ -154,3 +154,37 @@ def test_curve_point_counts_sessions_and_shows_reading_or_recall(lc):
     row = dict(zip(table[0], table[1], strict=True))
     assert row["sessions"] == "3" and row["values_not_in_context"] == "12 of 36"
     assert row["nearest_train_sim"].startswith("0.90")
+
+
+@pytest.mark.slow
+def test_an_on_policy_round_is_a_point_of_the_curve(project_root, tmp_path):
+    """--rounds 1: the last checkpoint plays new smoke sessions (the tiny model through the hf
+    backend), training goes on from it on the states it visited, and the round's adapter is
+    evaluated as the point after the SFT steps."""
+    import yaml
+
+    recipe = (project_root / "configs" / "eval" / "pipeline_smoke.yaml").read_text()
+    eval_recipe = tmp_path / "eval.yaml"
+    eval_recipe.write_text(recipe.replace("adapter_dir: runs/smoke/adapter", "adapter_dir: null")
+                           + "allow_profile_mismatch: true\n")
+    round_recipe = tmp_path / "round.yaml"
+    round_recipe.write_text(yaml.safe_dump({
+        "data_recipe": "configs/data/smoke.yaml", "base_data": "set-by-the-curve",
+        "student": {"name": "hf", "model": "tiny:smollm2-135m-instruct", "settings": {"batch_size": 1}},
+        "sessions_per_family": 2, "max_tokens": 16, "workers": 1}))
+    out = tmp_path / "learn"
+    cmd = [sys.executable, "benchmarks/learning_curve.py", "--data", str(tmp_path / "data"),
+           "--data-recipe", "configs/data/smoke.yaml", "--train-recipe", "configs/train/smoke.yaml",
+           "--eval-recipe", str(eval_recipe), "--steps", "0,1", "--rounds", "1", "--round-steps", "1",
+           "--round-recipe", str(round_recipe), "--out", str(out)]
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    p = subprocess.run(cmd, cwd=project_root, capture_output=True, text=True, timeout=900, env=env)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
+    curve = json.loads((out / "curve" / "curve.json").read_text())
+    assert [pt["step"] for pt in curve["points"]] == [0, 1, 2]
+    assert curve["rounds"] == {"2": str(out / "round1" / "train" / "checkpoints" / "checkpoint-1")}
+    round_data = json.loads((out / "round1" / "data" / "manifest.json").read_text())
+    assert round_data["counts"]["policy"]["asked"] > 0
+    trained = json.loads((out / "round1" / "train" / "manifest.json").read_text())
+    assert "init_adapter" in trained["inputs"] and trained["config"]["lora"]["init_adapter"].endswith("checkpoint-1")
+    assert {"round 1 play", "round 1 train", "eval step 2"} <= set(curve["wall_time_s"])
