@@ -19,14 +19,10 @@ def add_build(p) -> None:
 
 
 def _build(args: argparse.Namespace, recipe) -> int:
-    from plumbing.runs import RunFolderError, out_dir_error
-    from plumbing.stage import decide, record_fingerprint
+    from plumbing.stage import run_once
 
     if not args.out:
         print("error: --out runs/<name>/data is required", file=sys.stderr)
-        return 2
-    if problem := out_dir_error(args.out):
-        print(f"error: {problem}", file=sys.stderr)
         return 2
     from doctrine.spec import resolve_doctrine
 
@@ -34,21 +30,9 @@ def _build(args: argparse.Namespace, recipe) -> int:
 
     # Built from this recipe, doctrine and input files already: skip; from others: refuse.
     fingerprint = data_fingerprint(recipe, resolve_doctrine(recipe.doctrine_version))
-    decision = decide(args.out, fingerprint, name="data", force=args.force,
-                      hint="use --force to rebuild it, or a new --out")
-    if decision.action == "skip":
-        print(f"[skip] {decision.reason}")
-        return 0
-    if decision.action == "refuse":
-        print(f"error: {decision.reason}", file=sys.stderr)
-        return 2
-    try:
-        record_fingerprint(args.out, "data", fingerprint, writes=(*SPLITS, "README.md"))
-        build_curriculum(recipe, args.out)
-    except (RunFolderError, EmptyCurriculum) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return run_once(args.out, fingerprint, lambda: build_curriculum(recipe, args.out), name="data", stage="data",
+                    writes=(*SPLITS, "README.md"), force=args.force, hint="use --force to rebuild it, or a new --out",
+                    errors=(EmptyCurriculum,))
 
 
 def add_inspect(p) -> None:

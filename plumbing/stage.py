@@ -127,3 +127,33 @@ def decide(folder: str | Path, fingerprint: dict[str, Any], *, name: str, force:
     if resumable:
         return Decision("resume", f"{name}: {folder} resumes")
     return Decision("start", f"{name}: {folder} starts afresh", fresh=True)
+
+
+def run_once(out: str, fingerprint: dict[str, Any], work: Callable[[], Any], *, name: str, stage: str,
+             writes: tuple[str, ...], force: bool, hint: str,
+             errors: tuple[type[BaseException], ...] = ()) -> int:
+    """A command's whole contract for a stage that cannot resume (``dtw data``, ``dtw on-policy``):
+    refuse an ``out`` that no run may use, :func:`decide` (skip and refuse as one line), record
+    the fingerprint in the run marker, then ``work()``. Returns the exit code (2 for a refusal
+    or one of ``errors``, printed as one line)."""
+    import sys
+
+    from plumbing.runs import RunFolderError, out_dir_error
+
+    if problem := out_dir_error(out):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    decision = decide(out, fingerprint, name=name, force=force, hint=hint)
+    if decision.action == "skip":
+        print(f"[skip] {decision.reason}")
+        return 0
+    if decision.action == "refuse":
+        print(f"error: {decision.reason}", file=sys.stderr)
+        return 2
+    try:
+        record_fingerprint(out, stage, fingerprint, writes=writes)
+        work()
+    except (RunFolderError, *errors) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0

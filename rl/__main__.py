@@ -54,33 +54,16 @@ def add_run(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_on_policy(args: argparse.Namespace, recipe) -> int:
-    from plumbing.runs import RunFolderError, out_dir_error
-    from plumbing.stage import decide, record_fingerprint
+    from plumbing.stage import run_once
 
     from .on_policy import WRITES, OnPolicyError, round_fingerprint, run_round
 
     if not args.out:
         print("error: --out runs/<name>/round1 is required", file=sys.stderr)
         return 2
-    if problem := out_dir_error(args.out):
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    fingerprint = round_fingerprint(recipe)
-    decision = decide(args.out, fingerprint, name="on-policy", force=args.force,
-                      hint="use --force to play the round again, or a new --out")
-    if decision.action == "skip":
-        print(f"[skip] {decision.reason}")
-        return 0
-    if decision.action == "refuse":
-        print(f"error: {decision.reason}", file=sys.stderr)
-        return 2
-    try:
-        record_fingerprint(args.out, "data", fingerprint, writes=WRITES)
-        run_round(recipe, args.out)
-    except (RunFolderError, OnPolicyError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return run_once(args.out, round_fingerprint(recipe), lambda: run_round(recipe, args.out), name="on-policy",
+                    stage="data", writes=WRITES, force=args.force,
+                    hint="use --force to play the round again, or a new --out", errors=(OnPolicyError,))
 
 
 def add_on_policy(p: argparse.ArgumentParser) -> None:
