@@ -14,9 +14,11 @@ and the trainer's copy term (``train.copy_tokens``: which target tokens copy an 
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
-__all__ = ["MIN_ITEM_CHARS", "PATH", "SPAN", "exact_items", "items_in_text"]
+__all__ = ["MIN_ITEM_CHARS", "PATH", "SPAN", "context_text", "exact_items", "items_in_text"]
 
 # A quoted span: `code`, "text", or 'text' whose quotes are not apostrophes inside words.
 SPAN = re.compile(r"`[^`\n]+`|\"[^\"\n]+\"|(?<!\w)'[^'\n]+'(?!\w)")
@@ -48,3 +50,20 @@ def items_in_text(summary: str, text: str) -> tuple[list[str], list[str]]:
     items = exact_items(summary)
     found = [i for i in items if i in plain or i in text]
     return found, [i for i in items if i not in found]
+
+
+def context_text(messages: list[dict[str, Any]]) -> str:
+    """Everything chat ``messages`` show a model, as one text to look items up in: their
+    contents (text parts joined) and their calls' arguments."""
+    parts = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):  # content parts
+            content = "\n".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+        parts.append(content if isinstance(content, str) else "")
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict):
+                args = fn.get("arguments")
+                parts.append(args if isinstance(args, str) else json.dumps(args or {}, ensure_ascii=False))
+    return "\n".join(parts)

@@ -10,7 +10,7 @@ reward and the curve's figures cannot disagree:
   one block a range) and every boundary is an id the context showed: 1; a fold the kernel
   refuses: -1;
 * ``summary_score``: the checker's (``doctrine.conform.check_summary``) mean score of the summaries;
-* ``values_in_context``: share of the summaries' exact items (``data_gen.memorisation.exact_items``)
+* ``values_in_context``: share of the summaries' exact items (``doctrine.exact_items.exact_items``)
   that occur verbatim in the context: an invented or recalled value costs;
 * ``right_kind``: the reply takes the label's kind of move (fold / ordinary action / recovery /
   decline: ``decision_correct``): 1, else 0;

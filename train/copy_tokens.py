@@ -26,10 +26,10 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from doctrine.exact_items import items_in_text
+from doctrine.exact_items import context_text, items_in_text
 from plumbing.tool_format import arguments_object
 
-__all__ = ["context_text", "copied_items", "copy_mask", "target_strings"]
+__all__ = ["copied_items", "copy_mask", "target_strings"]
 
 _REF = re.compile(r"^[mb]\d+$")  # a whole argument that names a message or block (startId, blockId)
 
@@ -61,19 +61,6 @@ def target_strings(message: dict[str, Any]) -> list[str]:
         if isinstance(fn, dict):
             out += [s for s in _strings(arguments_object(fn.get("arguments"))) if s]
     return out
-
-
-def context_text(messages: list[dict[str, Any]]) -> str:
-    """Everything the messages show the model: contents and earlier calls' arguments."""
-    parts = []
-    for m in messages:
-        parts.append(_text(m.get("content")))
-        for call in m.get("tool_calls") or []:
-            fn = call.get("function") if isinstance(call, dict) else None
-            if isinstance(fn, dict):
-                args = fn.get("arguments")
-                parts.append(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False))
-    return "\n".join(parts)
 
 
 def copied_items(messages: list[dict[str, Any]]) -> list[str]:

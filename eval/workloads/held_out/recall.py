@@ -6,7 +6,7 @@ Per reply that writes compress summaries (any arm, the oracle's labels included)
   nearest train target (a label's summaries, joined alike): near 1 for a reply written from
   memory of a train label, whatever the context said;
 * ``values_copied`` / ``values_not_in_context``: how many exact items of its summaries
-  (``data_gen.memorisation.exact_items``: quoted spans, ``key=value`` pairs, paths, error
+  (``doctrine.exact_items.exact_items``: quoted spans, ``key=value`` pairs, paths, error
   strings) occur verbatim in the context the model was shown, and how many do not (an
   invented or recalled value); ``values_not_in_context_share`` the share not in it.
 
@@ -16,23 +16,13 @@ The train targets are read once per data folder (``<data_dir>/train``) and kept 
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Any
 
-from data_gen.memorisation import TrainTargets, compress_ranges, items_in_text, joined_summary
+from data_gen.memorisation import TrainTargets, compress_ranges, joined_summary
+from doctrine.exact_items import context_text, items_in_text
 
 __all__ = ["recall_scores", "train_targets"]
-
-
-def _context_text(context: list[dict[str, Any]]) -> str:
-    parts = []
-    for m in context:
-        parts.append(m.get("content") or "")
-        for c in m.get("tool_calls") or []:
-            args = (c.get("function") or {}).get("arguments")
-            parts.append(args if isinstance(args, str) else json.dumps(args or {}, ensure_ascii=False))
-    return "\n".join(parts)
 
 
 @functools.lru_cache(maxsize=4)
@@ -58,7 +48,7 @@ def recall_scores(message: dict[str, Any], context: list[dict[str, Any]],
     summaries = [rg["summary"] for rg in compress_ranges(message)]
     if not summaries:
         return {}
-    text = _context_text(context)
+    text = context_text(context)
     copied = missing = 0
     for s in summaries:
         c, m = items_in_text(s, text)
