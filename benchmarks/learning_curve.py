@@ -3,7 +3,7 @@
     python benchmarks/learning_curve.py [--data runs/pocket/data] [--steps 0,400]
         [--data-recipe configs/data/pocket.yaml] [--train-recipe configs/train/pocket.yaml]
         [--eval-recipe configs/eval/pocket_learn_sessions.yaml --eval-recipe configs/eval/pocket_learn.yaml]
-        [--out runs/pocket] [--rescore] [--rounds N --round-recipe configs/data/on_policy_pocket.yaml]
+        [--out runs/pocket] [--rescore] [--rounds N --round-recipe configs/on_policy/pocket.yaml]
 
 (the defaults are `make learn`'s; the wide curriculum's curve: --data runs/learn/data
 --data-recipe configs/data/learn.yaml --train-recipe configs/train/learn.yaml
@@ -506,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=0,
                     help="on-policy rounds after the SFT steps (rl/on_policy.py): the last adapter plays new "
                          "sessions, training goes on from it on the states it visited; each round is a point")
-    ap.add_argument("--round-recipe", default="configs/data/on_policy_pocket.yaml", help="the rounds' recipe")
+    ap.add_argument("--round-recipe", default="configs/on_policy/pocket.yaml", help="the rounds' recipe")
     ap.add_argument("--round-steps", type=int, default=200, help="training steps of each round")
     ap.add_argument("--round-seed", type=int, default=7000, help="round r plays sessions of seed round-seed + r")
     ap.add_argument("--rescore", action="store_true",

@@ -23,6 +23,7 @@ SCHEMAS: dict[str, str] = {
     "data": "data_gen.recipe:DataRecipe",
     "accelerate": "train.accelerate_schema:AccelerateConfig",
     "eval": "eval.recipe:EvalRecipe",
+    "on_policy": "rl.on_policy:OnPolicyRecipe",
 }
 
 

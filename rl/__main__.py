@@ -1,7 +1,7 @@
 """``python -m rl``: GRPO after SFT (also ``dtw grpo``) and on-policy rounds (``dtw on-policy``).
 
     python -m rl configs/train/grpo_pocket.yaml --out runs/pocket_grpo [KEY=VALUE ...] [--resume]
-    python -m rl on-policy configs/data/on_policy_pocket.yaml --out runs/pocket_proc/round1 student.adapter_dir=DIR
+    python -m rl on-policy configs/on_policy/pocket.yaml --out runs/pocket_proc/round1 student.adapter_dir=DIR
     accelerate launch --config_file configs/accelerate/single_gpu.yaml -m rl configs/train/grpo_8b.yaml --out runs/reference_grpo
 
 The recipe is a train recipe with a ``grpo:`` section (train/grpo_recipe.py). This package sits
@@ -70,7 +70,7 @@ def add_on_policy(p: argparse.ArgumentParser) -> None:
     from plumbing.subcommands import recipe_command
 
     recipe_command(p, "rl.on_policy:OnPolicyRecipe", _cmd_on_policy,
-                   recipe_help="a configs/data/on_policy_*.yaml round recipe",
+                   recipe_help="a configs/on_policy/*.yaml round recipe",
                    overrides_help="dotted KEY=VALUE overrides, e.g. student.adapter_dir=runs/x/train/final")
     p.add_argument("--out", help="the round's data folder (runs/<name>/round1)")
     p.add_argument("--force", action="store_true", help="play the round again although its folder is complete")

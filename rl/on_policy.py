@@ -1,6 +1,6 @@
 """An on-policy round: the adapter plays new sessions, the doctrine labels the states it visits.
 
-    dtw on-policy configs/data/on_policy_pocket.yaml --out runs/pocket_proc/round1 \\
+    dtw on-policy configs/on_policy/pocket.yaml --out runs/pocket_proc/round1 \\
         student.adapter_dir=runs/pocket_proc/train/final
 
 SFT teaches the doctrine's move at the states the doctrine's own folds produce. A student
