@@ -97,6 +97,18 @@ def _task_sentences(text: str) -> list[str]:
     return [s for s in _sentences(text) if not upkeep(s)]
 
 
+# Something a remark names that a reader can use: a number, a quoted or code span, a path or
+# file, a dotted or snake_case name.
+_CONCRETE = re.compile(r"\d|`|'|\"|/|\w\.\w|\w_\w")
+
+
+def informative(sentence: str) -> bool:
+    """Whether an agent's remark after a step says something about what the step showed:
+    "The build is green on go 1.22." does; "Noted.", "That narrows it down.", "Next." do not.
+    A filler remark must never be written as what a tool showed."""
+    return len(sentence.split()) > 4 or bool(_CONCRETE.search(sentence))
+
+
 def short(text: str, limit: int) -> str:
     line = " ".join(text.split())
     if len(line) <= limit:
@@ -518,6 +530,7 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
                 nxt = messages[i + 1] if i + 1 < len(messages) else None
                 note = _task_sentences(clean(nxt.text)) if nxt is not None and nxt.role == "assistant" and \
                     nxt.content_type == "text" else []
+                note = [n for n in note if informative(n)]
                 line = _view_sentence(str(args["path"]), out, ref, verbs["read"], _purpose(messages, call))
                 if note and not (_DECIDE.search(note[0]) and _BECAUSE.search(note[0])):
                     line = line.rstrip(".") + f"; what it showed: {short(note[0], 200).rstrip('.')}."
@@ -576,7 +589,7 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
             nxt = messages[i + 1] if i + 1 < len(messages) else None
             remark = clean(nxt.text) if nxt is not None and nxt.role == "assistant" and nxt.content_type == "text" else ""
             body = [r.strip() for r in out.split("\n") if r.strip() and not _BANNER.match(r.strip())]
-            told = _task_sentences(remark) if remark else []
+            told = [t for t in _task_sentences(remark) if informative(t)] if remark else []
             first = told[0] if told else ""
             if first and _DECIDE.search(first) and _BECAUSE.search(remark):
                 first = ""  # a decision, listed with the decisions

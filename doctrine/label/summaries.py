@@ -169,12 +169,37 @@ def _tier1(messages: list[Message], state: Any, keep_facts: list[tuple[str, str,
     # short exchange keeps its steps, not only its goal.
     small = min(320, int(0.7 * source_tokens))
     budget = max(config.summary_min_tokens, min(cap, max(int(source_tokens / config.summary_ratio), small)))
-    lines = _trim_lines(lines, reading.refs, style, budget, count)
-    if max_chars is not None:
-        lines = _trim_chars(lines, reading.refs, style, int(0.95 * int(max_chars)))
-    text = _pad(render_lines(lines, reading.refs, style), doctrine)
     src = source_dicts(messages, state)
-    rep = check_summary(src, text, tier=1, doctrine=doctrine, count_tokens=count)
+
+    def attempt(candidates: list[Line]) -> tuple[str, Any]:
+        kept = _trim_lines(candidates, reading.refs, style, budget, count)
+        if max_chars is not None:
+            kept = _trim_chars(kept, reading.refs, style, int(0.95 * int(max_chars)))
+        text = _pad(render_lines(kept, reading.refs, style), doctrine)
+        return text, check_summary(src, text, tier=1, doctrine=doctrine, count_tokens=count)
+
+    text, rep = attempt(lines)
+    facts = list(keep_facts)
+    for _ in range(2):
+        # Repair: a class is under its recall floor (a config value the budget trimmed away, a
+        # test count only a restored block holds). Its missed items are kept as facts, quoted
+        # from the range with where they came from, the lines that hold them become musts, and
+        # the rest is trimmed again; the kernel's char limit still has the last word.
+        short_items = [(" ".join(m.split()), name) for name, cr in rep.classes.items()
+                       if cr.recall < cr.min_recall for m in cr.missed]
+        if rep.passed or not short_items:
+            break
+        known = {f[0] for f in facts}
+        facts += [(m, name, True) for m, name in short_items if m and m not in known]
+        reading = read_range(messages, refs, big_output_tokens=config.drop_note_min_tokens, count=count,
+                             facts=facts, verbs=verbs)
+        repaired = [dataclasses.replace(ln, must=True)
+                    if not ln.must and any(m in " ".join(ln.text.split()) for m, _ in short_items) else ln
+                    for ln in reading.lines if not discloses(ln.text, source_text)]
+        if repaired == lines:
+            break
+        lines = repaired
+        text, rep = attempt(lines)
     missed = [] if rep.passed else [m for cr in rep.classes.values() for m in cr.missed]
     return SummaryOutcome(text, bool(rep.passed), rep, missed=missed)
 

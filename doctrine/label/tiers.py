@@ -449,6 +449,11 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
             keep.add(bullet + line)
         _fit(parts, total_max, lo_per, len(blocks), count, keep)
         text = "\n".join("\n".join(p) for p in parts)
+        # The added lines may push the digest over the kernel's char limit: shrink the rest again.
+        while not fits(text) and total_max > k * lo_per + 1:
+            total_max = max(k * lo_per + 1, int(total_max * 0.85))
+            _fit(parts, total_max, lo_per, len(blocks), count, keep)
+            text = "\n".join("\n".join(p) for p in parts)
         rep = check(text)
     if rep.passed:
         # Details the next steps still need stay verbatim when the tier's size allows it;
