@@ -1,0 +1,98 @@
+"""A label says only what the range shows and keeps what the checker demands.
+
+- An agent's filler remark after a step ("Noted.", "That narrows it down.") is never written
+  as what the step showed; the step's own short output is quoted instead. An informative
+  remark is still kept.
+- When the size budget trims away the one line that holds a class's item (a config value
+  printed by ``cat``), the summary is repaired: that line comes back and the label passes
+  the checker, instead of the decision point being skipped as ``summary_failed``.
+"""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from doctrine.conform import check_summary, normalise_messages
+from doctrine.conform.settings import default_doctrine
+from doctrine.kernel.messages import Message
+from doctrine.label import phrasing as ph
+from doctrine.label.handoff import informative, read_range
+from doctrine.label.config import LabelConfig
+from doctrine.label.summaries import compose_summary, compose_tier1
+from plumbing.tokens import default_count_tokens
+
+
+def _call(cid: str, cmd: str, out: str, before: str = "Checking.", code: int = 0) -> list[dict]:
+    return [{"role": "assistant", "content": before, "tool_calls": [
+                {"id": cid, "type": "function", "function": {"name": "execute_bash",
+                                                             "arguments": json.dumps({"command": cmd})}}]},
+            {"role": "tool", "tool_call_id": cid, "name": "execute_bash",
+             "content": f"{out}\n[The command completed with exit code {code}.]"}]
+
+
+def _status_then(remark: str) -> list[dict]:
+    return [{"role": "user", "content": "Is the relay service up again?"},
+            *_call("c1", "systemctl is-active cliff-relay", "active"),
+            {"role": "assistant", "content": remark}]
+
+
+def test_a_filler_remark_is_not_written_as_what_a_step_showed():
+    for filler in ("That narrows it down.", "Noted.", "Next."):
+        summary = compose_summary(_status_then(filler))
+        assert "what it showed" not in summary, summary
+        assert filler.rstrip(".") not in summary, summary
+        assert "`active`" in summary, summary
+
+
+def _step_lines(src: list[dict]) -> list[str]:
+    msgs = normalise_messages(src)
+    flat = [Message(id=m.key, role=m.role, content_type=m.kind, text=m.text, tool_name=m.tool_name,
+                    tool_call_id=m.tool_call_id) for m in msgs]
+    reading = read_range(flat, {m.id: m.id for m in flat}, big_output_tokens=10_000, count=default_count_tokens,
+                         facts=[], verbs=dict(ph.STEP_VERBS))
+    return [ln.text for ln in reading.lines if ln.section == "steps"]
+
+
+def test_an_informative_remark_is_kept_as_what_the_step_showed():
+    assert not informative("That narrows it down.") and not informative("Noted.")
+    assert informative("The relay is active again after the restart.") and informative("Fixed in a.py.")
+    remark = "The relay is active again after the restart at 09:14."
+    (line,) = _step_lines(_status_then(remark))
+    assert "what it showed: The relay is active again after the restart at 09:14" in line, line
+    (line,) = _step_lines(_status_then("Noted."))
+    assert line.endswith("it printed `active`."), line
+
+
+def _settings_then_tests() -> list[dict]:
+    return [*_call("c1", "cat config/bot-gw.env", "MINT_BUFFER_PCT=500\n# managed by deploy", "Checking the settings."),
+            *_call("c2", "pytest -q tests/test_south.py",
+                   "cmd/fog/south.py:13: in build_flintash\n"
+                   "E   AttributeError: 'NoneType' object has no attribute 'nulvo'\n"
+                   "FAILED tests/test_south.py::test_build_flintash\n1 failed, 2 passed", "Running the tests.", 1),
+            *_call("c3", "grep -rn 'def get_kitedrift' .",
+                   "cmd/bunnil/foxcloud.py:79:def get_kitedrift(mexsel: str, lonan=None):", "One more look."),
+            {"role": "assistant", "content": "That narrows it down."}]
+
+
+def test_a_value_the_budget_trimmed_is_repaired_back_into_the_label():
+    # A tokenizer denser than the default estimate (3 chars a token) and a pocket kernel's
+    # 768-char summary limit: the size budget first trims the settings step away, and the
+    # exact_values class (the config value) falls under its recall floor.
+    src = _settings_then_tests()
+    msgs = normalise_messages(src)
+    flat = [Message(id=m.key, role=m.role, content_type=m.kind, text=m.text, tool_name=m.tool_name,
+                    tool_call_id=m.tool_call_id) for m in msgs]
+    facts = [("MINT_BUFFER_PCT=500", "exact_values", False),
+             ("AttributeError: 'NoneType' object has no attribute 'nulvo'", "error_strings", False)]
+
+    def dense(text: str) -> int:
+        return len(text) // 3
+
+    out = compose_tier1(flat, SimpleNamespace(by_raw={}), facts, default_doctrine(), ph.rng_for(0, "t"), dense,
+                        LabelConfig(), max_chars=768)
+    assert out.passed, out.report.reasons
+    assert "MINT_BUFFER_PCT=500" in out.text, out.text
+    assert "AttributeError: 'NoneType' object has no attribute 'nulvo'" in out.text
+    assert len(out.text) <= 768
+    assert check_summary(src, out.text, tier=1, count_tokens=dense).passed
