@@ -1,0 +1,52 @@
+"""A tier-2 digest fits the kernel's summary limit when it can: once the token fit is at the
+checker's per-source floor, the ``Source:`` headers lose their ``[topic]`` and then the pad
+lines go, before the digest is given up as too long (measured: most tier-2 points of the
+pocket windows, 672-768 chars, were skipped as ``summary_failed`` for a few dozen chars)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from doctrine.conform import check_summary
+from doctrine.conform.settings import default_doctrine
+from doctrine.label import phrasing as ph
+from doctrine.label.tiers import BlockSource, compose_tier
+from plumbing.tokens import default_count_tokens
+
+_B1 = ("Steps:\n- Ran `head -n 3 CONTRIBUTING.md` (m00004): it printed `# Glenbrook`; `The glenbrook module owns the "
+       "retry logic.`.\n- Ran `tail -n 4 logs/cliff-relay.log` (m00008): it failed with `TimeoutError: posbran did "
+       "not answer in 11 ms` at src/zutnot/rain.py:459; also `cliff-relay unhandled`.\nState:\n- The location (from "
+       "m00008): `File \"src/zutnot/rain.py\", line 459`\nRefs: m00002–m00010")
+_B2 = "Steps:\n- Read src/zutnot/rain.py (m00013); nothing in it is needed word for word.\nRefs: m00011–m00015"
+
+
+def _digest(max_chars: int):
+    blocks = [BlockSource("b1", 1, _B1, "work on CONTRIBUTING.md, cliff-relay.log", 147, 5),
+              BlockSource("b2", 1, _B2, "work on rain.py", 91, 5)]
+    out = compose_tier(2, blocks, [], SimpleNamespace(by_raw={}), [], default_doctrine(), ph.rng_for(0, "t"),
+                       default_count_tokens, max_chars=max_chars)
+    src = [{"id": b.block_id, "role": "assistant", "content_type": "text", "text": b.summary} for b in blocks]
+    return out, src
+
+
+def test_a_roomy_limit_keeps_the_topics():
+    out, _ = _digest(900)
+    assert out.passed
+    assert "Source: b1 (147→97 tok, 2x). [work on CONTRIBUTING.md, cliff-relay.log]" in out.text
+
+
+def test_a_tight_limit_drops_topics_then_pads_and_still_passes():
+    for limit in (470, 440, 420):
+        out, src = _digest(limit)
+        assert out.passed, (limit, out.report.reasons)
+        assert len(out.text.strip()) <= 0.95 * limit
+        assert "Source: b1" in out.text and "Source: b2" in out.text
+        assert "[work on CONTRIBUTING.md, cliff-relay.log]" not in out.text
+        assert "TimeoutError: posbran did not answer in 11 ms" in out.text
+        assert check_summary(src, out.text, tier=2).passed
+
+
+def test_under_the_checker_floor_the_digest_is_refused_with_a_reason():
+    out, _ = _digest(380)
+    assert not out.passed
+    assert out.report.reasons
