@@ -266,6 +266,7 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
     sessions_by_split: Counter = Counter()
     sources: Counter = Counter()
     labelling: dict[str, Counter] = {}
+    too_long: Counter = Counter()  # rows of the ordinary windows dropped for length, by decision kind
     teacher = None
     if recipe.sources.teacher is not None and recipe.sources.teacher.enabled:
         from .sources.teacher import make_teacher_labeler
@@ -283,9 +284,11 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
             tag = "" if rw is None else f"recovery_window:{sample['meta']['kind']}:"
             if sample_tokens(sample) > recipe.max_tokens:
                 rejects[tag + "too_long"] += 1
+                too_long[sample["meta"].get("kind", "?")] += rw is None
                 continue
             if model_len is not None and model_len(sample) > recipe.max_model_tokens:
                 rejects[tag + "too_long_model"] += 1  # dropped whole: no sample is ever truncated
+                too_long[sample["meta"].get("kind", "?")] += rw is None
                 continue
             sample["meta"].setdefault("family", session.family)
             sample["meta"].setdefault("license", session.license)
@@ -343,6 +346,7 @@ def _build(recipe: DataRecipe, out: Path, doctrine, rejects: Counter, sessions: 
     counts: dict[str, Any] = {"sessions": len(sessions), "sessions_by_split": dict(sorted(sessions_by_split.items())),
                               "sources": dict(sorted(sources.items())), "rejects": dict(sorted(rejects.items())),
                               "labelling": {k: dict(sorted(c.items())) for k, c in sorted(labelling.items())},
+                              "too_long_by_kind": {k: n for k, n in sorted(too_long.items()) if n},
                               "mixture": mix}
     if not any(by_split.values()):
         top = ", ".join(f"{k} {n}" for k, n in Counter(rejects).most_common(3)) or "none"
@@ -484,6 +488,10 @@ def _card(recipe: DataRecipe, doctrine, counts: dict) -> str:
         if p:
             lines.append(f"| {split} | {p['min']} | {p['p50']} | {p['p90']} | {p['p99']} | {p['max']} |")
     lines += _labelling_lines(counts.get("labelling") or {})
+    if counts.get("too_long_by_kind"):
+        lines += ["", "## Labelled rows over the length bounds, by kind (ordinary windows; dropped whole)", "",
+                  "| kind | dropped |", "|---|---|"]
+        lines += [f"| {k} | {n} |" for k, n in counts["too_long_by_kind"].items()]
     lines += ["", "## Rejected and removed", "", "| reason | count |", "|---|---|"]
     for reason, n in counts["rejects"].items():
         lines.append(f"| {reason} | {n} |")

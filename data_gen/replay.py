@@ -202,6 +202,8 @@ def replay_session(session: Any, *, window: int, kernel_overrides: dict[str, Any
             move = _policy_move(policy, sample, label, stats) if policy is not None else label
             act = move.action
             if act["type"] == "session":
+                if move.reason == "context_overflow" and move is not label:
+                    return  # the policy's context no longer fits its model: the session ends here
                 if move is label and label.message != _target_of(msgs[b]):
                     replaced[b] = label.message
                 break

@@ -242,7 +242,10 @@ def _card(recipe: OnPolicyRecipe, counts: dict[str, Any]) -> str:
              f"| applied by the kernel | {p.get('applied', 0)} |",
              f"| refused by the kernel | {p.get('refused', 0)} |",
              f"| recovery calls | {p.get('recovery', 0)} |",
-             f"| other moves (task call, text, decline) | {p.get('session', 0)} |", ""]
+             f"| other moves (task call, text, decline) | {p.get('session', 0)} |",
+             f"| of those: the backend failed | {p.get('session:backend_error', 0)} |",
+             f"| of those: the prompt outgrew the student's context (session ended) | "
+             f"{p.get('session:context_overflow', 0)} |", ""]
     if reasons:
         lines += ["| refusal reason | n |", "|---|---|", *[f"| {r} | {n} |" for r, n in reasons[:8]], ""]
     lines += [f"Rows: {counts['on_policy_rows']} from the student's states, {counts['base_rows']} from the base "

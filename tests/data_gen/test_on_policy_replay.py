@@ -150,3 +150,44 @@ def test_calls_the_host_cannot_use_are_answered_not_raised(text):
 
 def test_completion_type_is_what_backends_return():
     assert Completion.__dataclass_fields__.keys() >= {"message", "raw_text", "parse_errors"}
+
+
+class _Overflows(_Scripted):
+    """Answers until the ``n``-th request, then says the prompt is over the model's context."""
+
+    def __init__(self, text, n):
+        super().__init__(text)
+        self.n = n
+
+    def complete(self, request):
+        from plumbing.chat_backend import BackendError
+
+        if len(self.seen) >= self.n:
+            self.seen.append(request)
+            raise BackendError("vLLM engine failed: VLLMValidationError: This model's maximum context length is "
+                               "4096 tokens. However, your prompt contains 4164 input tokens")
+        return super().complete(request)
+
+
+def test_a_prompt_over_the_students_context_ends_the_session():
+    replies = []
+    full, _ = _rows(student_policy(_Scripted("I will keep going."), max_tokens=64))
+    rows, tally = _rows(student_policy(_Overflows("I will keep going.", 3), max_tokens=64, replies=replies))
+    assert len(full) > 4
+    assert tally["policy:asked"] == len(rows) == 4  # three answers, then the overflow; no more asks
+    assert tally["policy:session:context_overflow"] == 1 and tally["policy:session:backend_error"] == 0
+    assert replies[-1]["reason"] == "context_overflow"
+    assert [json.dumps(r, sort_keys=True) for r in rows] == _dump(full[:4])
+
+
+def test_another_backend_error_lets_the_session_go_on():
+    class _Down(_Scripted):
+        def complete(self, request):
+            from plumbing.chat_backend import BackendError
+
+            self.seen.append(request)
+            raise BackendError("connection refused")
+
+    full, _ = _rows(student_policy(_Scripted("I will keep going."), max_tokens=64))
+    rows, tally = _rows(student_policy(_Down("x")))
+    assert len(rows) == len(full) == tally["policy:session:backend_error"]
