@@ -109,6 +109,13 @@ def informative(sentence: str) -> bool:
     return len(sentence.split()) > 4 or bool(_CONCRETE.search(sentence))
 
 
+def about_output(sentence: str, output: str) -> bool:
+    """Whether a remark can stand as what a step showed: every code span it quotes is in the
+    step's output (a note on an earlier finding, "Keep in mind: `deepfield` is unused", is not)."""
+    flat = " ".join(output.split())
+    return all(" ".join(q.split()) in flat for q in re.findall(r"`([^`]+)`", sentence))
+
+
 def short(text: str, limit: int) -> str:
     line = " ".join(text.split())
     if len(line) <= limit:
@@ -530,7 +537,7 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
                 nxt = messages[i + 1] if i + 1 < len(messages) else None
                 note = _task_sentences(clean(nxt.text)) if nxt is not None and nxt.role == "assistant" and \
                     nxt.content_type == "text" else []
-                note = [n for n in note if informative(n)]
+                note = [n for n in note if informative(n) and about_output(n, out)]
                 line = _view_sentence(str(args["path"]), out, ref, verbs["read"], _purpose(messages, call))
                 if note and not (_DECIDE.search(note[0]) and _BECAUSE.search(note[0])):
                     line = line.rstrip(".") + f"; what it showed: {short(note[0], 200).rstrip('.')}."
@@ -589,7 +596,7 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
             nxt = messages[i + 1] if i + 1 < len(messages) else None
             remark = clean(nxt.text) if nxt is not None and nxt.role == "assistant" and nxt.content_type == "text" else ""
             body = [r.strip() for r in out.split("\n") if r.strip() and not _BANNER.match(r.strip())]
-            told = [t for t in _task_sentences(remark) if informative(t)] if remark else []
+            told = [t for t in _task_sentences(remark) if informative(t) and about_output(t, out)] if remark else []
             first = told[0] if told else ""
             if first and _DECIDE.search(first) and _BECAUSE.search(remark):
                 first = ""  # a decision, listed with the decisions

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,14 +180,18 @@ def _tier1(messages: list[Message], state: Any, keep_facts: list[tuple[str, str,
         return text, check_summary(src, text, tier=1, doctrine=doctrine, count_tokens=count)
 
     text, rep = attempt(lines)
-    facts = list(keep_facts)
-    for _ in range(2):
+    facts, bare = list(keep_facts), []
+    for _ in range(3):
         # Repair: a class is under its recall floor (a config value the budget trimmed away, a
         # test count only a restored block holds). Its missed items are kept as facts, quoted
         # from the range with where they came from, the lines that hold them become musts, and
         # the rest is trimmed again; the kernel's char limit still has the last word.
         short_items = [(" ".join(m.split()), name) for name, cr in rep.classes.items()
                        if cr.recall < cr.min_recall for m in cr.missed]
+        if not short_items:  # every class over its floor, the score under the pass: all the missed items
+            short_items = [(" ".join(m.split()), name) for name, cr in rep.classes.items()
+                           if name != "message_refs" for m in cr.missed]
+        bare += [re.sub(r"\s+", "", m) for m, _ in short_items]  # `size=3` is read from `size = 3`
         if rep.passed or not short_items:
             break
         known = {f[0] for f in facts}
@@ -194,7 +199,7 @@ def _tier1(messages: list[Message], state: Any, keep_facts: list[tuple[str, str,
         reading = read_range(messages, refs, big_output_tokens=config.drop_note_min_tokens, count=count,
                              facts=facts, verbs=verbs)
         repaired = [dataclasses.replace(ln, must=True)
-                    if not ln.must and any(m in " ".join(ln.text.split()) for m, _ in short_items) else ln
+                    if not ln.must and any(m in re.sub(r"\s+", "", ln.text) for m in bare) else ln
                     for ln in reading.lines if not discloses(ln.text, source_text)]
         if repaired == lines:
             break

@@ -154,24 +154,21 @@ _PADS = (
 )
 
 
-_PAD_LINE = re.compile("|".join(re.escape(t).replace(r"\{topic\}", ".*").replace(r"\{n\}", r"\S+")
-                                 .replace(r"\{bid\}", r"b\d+") for t in _PADS))
-_HEADER_TOPIC = re.compile(r"^(Source: b\d+ \([^)]*\)\.) \[.*\]$")
+_HEADER_TOPIC = re.compile(r"^(Source: b\d+ \([^)]*\)\.) \[(.*)\]$")
 
 
-def _squeeze(parts: list[list[str]], n_sources: int, bullet: str) -> bool:
-    """One step toward the kernel's char limit once the token fit is at its floor: first the
-    headers lose their ``[topic]`` (the checker reads only ``Source: bN``), then the pad lines
-    that only say where a thin source lives go. False when nothing is left to take."""
+def _squeeze(parts: list[list[str]], n_sources: int) -> bool:
+    """One step toward the kernel's char limit once the token fit is at its floor: a header's
+    ``[topic]`` keeps only its first name (``[work on a.py, b.env]`` -> ``[a.py]``;
+    headers stay distinct, or three would read as one status line repeated). The pad lines stay:
+    they hold a thin source at the checker's token floor. False when nothing is left to take."""
     for i in range(n_sources):
         m = _HEADER_TOPIC.match(parts[i][0])
         if m:
-            parts[i][0] = m.group(1)
-            return True
-    for i in range(n_sources):
-        for j in range(len(parts[i]) - 1, 0, -1):
-            if parts[i][j].startswith(bullet) and _PAD_LINE.fullmatch(parts[i][j][len(bullet):]):
-                parts[i].pop(j)
+            topic = m.group(2)
+            short = re.sub(r"^(?:work on|ran)\s+", "", topic).split(",")[0].strip()
+            if short and short != topic:
+                parts[i][0] = f"{m.group(1)} [{short}]"
                 return True
     return False
 
@@ -450,7 +447,7 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
         total_max = max(k * lo_per + 1, int(total_max * 0.85))
         _fit(parts, total_max, lo_per, len(blocks), count, set())
         text = "\n".join("\n".join(p) for p in parts)
-    while not fits(text) and _squeeze(parts, len(blocks), bullet):
+    while not fits(text) and _squeeze(parts, len(blocks)):
         text = "\n".join("\n".join(p) for p in parts)
     rep = check(text)
     repaired = False
@@ -478,7 +475,7 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
             total_max = max(k * lo_per + 1, int(total_max * 0.85))
             _fit(parts, total_max, lo_per, len(blocks), count, keep)
             text = "\n".join("\n".join(p) for p in parts)
-        while not fits(text) and _squeeze(parts, len(blocks), bullet):
+        while not fits(text) and _squeeze(parts, len(blocks)):
             text = "\n".join("\n".join(p) for p in parts)
         rep = check(text)
     if rep.passed:

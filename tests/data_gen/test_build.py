@@ -144,8 +144,11 @@ def test_the_dataset_does_not_depend_on_tmpdir(tmp_path, monkeypatch):
         (tmpdir / "dtw-replay").symlink_to(outside, target_is_directory=True)  # never followed
         monkeypatch.setenv("TMPDIR", str(tmpdir))
         monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
-        # A log_triage session at 4K (the fourth, aggressive gates) restores a block too large to
-        # inline: to a file
+        # log_triage sessions at 4K (aggressive gates) restore blocks; with the inline limit
+        # lowered every restored block is too large to inline, so each goes to a file.
+        import doctrine.kernel.decompress as dk
+
+        monkeypatch.setattr(dk, "PROXY_INLINE_MAX", 200)
         out = build_curriculum(small("replay.windows=[4096]", "replay.gates=[aggressive]",
                                      "sources.synthetic.families=[log_triage]",
                                      "sources.synthetic.sessions_per_family=4", "sources.swe_rebench=null"),

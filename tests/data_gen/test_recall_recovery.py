@@ -88,7 +88,7 @@ def _replayed(family: str, seed: int) -> list[dict]:
 
 
 def test_recovery_window_replay_is_deterministic_and_keeps_only_its_kinds():
-    a, b = _replayed("proc_sql", 5), _replayed("proc_sql", 5)
+    a, b = _replayed("proc_sql", 9), _replayed("proc_sql", 9)
     assert [json.dumps(r, sort_keys=True) for r in a] == [json.dumps(r, sort_keys=True) for r in b]
     assert any(_is_call(r) for r in a)
     for r in a:

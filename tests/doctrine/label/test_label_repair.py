@@ -17,7 +17,7 @@ from doctrine.conform import check_summary, normalise_messages
 from doctrine.conform.settings import default_doctrine
 from doctrine.kernel.messages import Message
 from doctrine.label import phrasing as ph
-from doctrine.label.handoff import informative, read_range
+from doctrine.label.handoff import about_output, informative, read_range
 from doctrine.label.config import LabelConfig
 from doctrine.label.summaries import compose_summary, compose_tier1
 from plumbing.tokens import default_count_tokens
@@ -96,3 +96,33 @@ def test_a_value_the_budget_trimmed_is_repaired_back_into_the_label():
     assert "AttributeError: 'NoneType' object has no attribute 'nulvo'" in out.text
     assert len(out.text) <= 768
     assert check_summary(src, out.text, tier=1, count_tokens=dense).passed
+
+
+def test_a_note_on_an_earlier_finding_is_not_what_the_next_step_showed():
+    src = [{"role": "user", "content": "Why does the build warn?"},
+           *_call("c1", "ls cmd/lirpu", "driftgrove.rs\nnil.rs\nvet.rs"),
+           {"role": "assistant", "content": "Keep in mind: warning: unused variable: `deepfield`"}]
+    (line,) = _step_lines(src)
+    assert "deepfield" not in line and "what it showed" not in line, line
+    assert about_output("It lists `nil.rs` and `vet.rs`.", "driftgrove.rs\nnil.rs\nvet.rs")
+    assert not about_output("Keep in mind: `deepfield` is unused.", "driftgrove.rs\nnil.rs")
+
+
+def test_a_spaced_setting_is_repaired_like_the_checkers_bare_item():
+    # The checker reads `gullclay_size = 29` as the item `gullclay_size=29`; the repair finds
+    # the line that prints it all the same (before: the score stayed at 0.68, the point skipped).
+    src = [*_call("c1", "cargo tree --depth 1", "messtex-api (/workspace/messtex-api)\n├── hilloak v8.16.3",
+                  "Reading it."),
+           *_call("c2", "sed -n '/\\[package.metadata\\]/,$p' Cargo.toml", "# do not edit by hand\ngullclay_size = 29",
+                  "Next check.")]
+    msgs = normalise_messages(src)
+    flat = [Message(id=m.key, role=m.role, content_type=m.kind, text=m.text, tool_name=m.tool_name,
+                    tool_call_id=m.tool_call_id) for m in msgs]
+
+    def dense(text: str) -> int:
+        return len(text) // 3
+
+    out = compose_tier1(flat, SimpleNamespace(by_raw={}), [], default_doctrine(), ph.rng_for(0, "t"), dense,
+                        LabelConfig(), max_chars=736)
+    assert out.passed, out.report.reasons
+    assert "gullclay_size = 29" in out.text, out.text
