@@ -51,7 +51,7 @@ _TODO = re.compile(r"\b(?P<tag>TODO|FIXME|XXX|HACK)\b[:(\s-]*(?P<body>[^\n]*)")
 _CAT_N = re.compile(r"^\s*(?P<n>\d+)\t(?P<code>.*)$")
 _VIEW_HEAD = re.compile(r"running `cat -n` on (?:a snippet of )?(?P<path>\S+?):?\s*$", re.M)
 _ENV = re.compile(r"(?<![\w.-])(?P<key>[A-Z][A-Z0-9_]{2,})=(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s'\";,)]+)")
-_FLAG = re.compile(r"(?<![\w-])--(?P<key>[a-z][\w-]+)=(?P<value>[^\s'\";,]+)")
+_FLAG = re.compile(r"(?<![\w-])--(?P<key>[a-z][\w-]+)=(?P<value>[^\s'\";,`]+)")  # a quote or backtick ends the value
 # Not inside a --flag=value (npm ls --depth=0): the flag is kept whole, and its tail "depth=0"
 # as a second item could never be matched, not even by the command quoted verbatim.
 _KWARG = re.compile(

@@ -111,9 +111,13 @@ def informative(sentence: str) -> bool:
 
 def about_output(sentence: str, output: str) -> bool:
     """Whether a remark can stand as what a step showed: every code span it quotes is in the
-    step's output (a note on an earlier finding, "Keep in mind: `deepfield` is unused", is not)."""
+    step's output, and every figure of two digits or more (a note on an earlier finding, "Keep in
+    mind: `deepfield` is unused", "Relevant: Exit Code: 137", is not)."""
     flat = " ".join(output.split())
-    return all(" ".join(q.split()) in flat for q in re.findall(r"`([^`]+)`", sentence))
+    if not all(" ".join(q.split()) in flat for q in re.findall(r"`([^`]+)`", sentence)):
+        return False
+    # Nor is one that cites figures the output does not print ("Relevant: Exit Code: 137").
+    return all(n in flat for n in re.findall(r"\d{2,}", sentence))
 
 
 def short(text: str, limit: int) -> str:

@@ -160,8 +160,9 @@ _HEADER_TOPIC = re.compile(r"^(Source: b\d+ \([^)]*\)\.) \[(.*)\]$")
 def _squeeze(parts: list[list[str]], n_sources: int) -> bool:
     """One step toward the kernel's char limit once the token fit is at its floor: a header's
     ``[topic]`` keeps only its first name (``[work on a.py, b.env]`` -> ``[a.py]``;
-    headers stay distinct, or three would read as one status line repeated). The pad lines stay:
-    they hold a thin source at the checker's token floor. False when nothing is left to take."""
+    headers stay distinct, or three would read as one status line repeated); then, in a digest of
+    two sources, the topics go. The pad lines stay: they hold a thin source at the checker's
+    token floor. False when nothing is left to take."""
     for i in range(n_sources):
         m = _HEADER_TOPIC.match(parts[i][0])
         if m:
@@ -170,7 +171,21 @@ def _squeeze(parts: list[list[str]], n_sources: int) -> bool:
             if short and short != topic:
                 parts[i][0] = f"{m.group(1)} [{short}]"
                 return True
+    if n_sources < 3:  # two bare headers are no repeated line (the checker counts three or more)
+        for i in range(n_sources):
+            m = _HEADER_TOPIC.match(parts[i][0])
+            if m:
+                parts[i][0] = m.group(1)
+                return True
     return False
+
+
+def _clipped_from(bullet_text: str, line: str) -> bool:
+    """Whether ``bullet_text`` is ``line`` cut short by :func:`phrasing.clip` (``...`` or a
+    clause end), so the whole line can take its place."""
+    head = bullet_text[:-3] if bullet_text.endswith("...") else bullet_text.rstrip(".")
+    flat = " ".join(line.split())
+    return len(head) >= 40 and len(head) < len(flat) and flat.startswith(head.rstrip())
 
 
 def _skeleton(line: str) -> str:
@@ -466,7 +481,14 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
                              if miss in ln and ln.strip() != miss), None)
             if line is None:  # only a header figure (8x, 2.4K) or a superseded value holds it
                 continue
-            parts[-1].append(bullet + line)
+            # A bullet that is this line clipped (its tail, with the item, cut off) becomes the
+            # whole line in place: appending it would say the step twice.
+            at = next(((i, j) for i, p in enumerate(parts) for j, x in enumerate(p) if j and x.startswith(bullet)
+                       and _clipped_from(x[len(bullet):], line)), None)
+            if at is not None:
+                parts[at[0]][at[1]] = bullet + line
+            else:
+                parts[-1].append(bullet + line)
             keep.add(bullet + line)
         _fit(parts, total_max, lo_per, len(blocks), count, keep)
         text = "\n".join("\n".join(p) for p in parts)

@@ -105,3 +105,22 @@ def test_refs_and_blocks():
     assert not kept(first, "range m00021-m00029") and not kept(first, "see m000200")
     block = KeepItem("message_refs", "block_ref", "b3", "b3", 1.0, fields={"refs": ["b3"]})
     assert kept(block, "Source: b3+b4") and not kept(block, "Source: b33")
+
+
+def test_a_flag_quoted_in_backticks_is_kept_when_the_summary_quotes_it():
+    # A tier-2 digest reads tier-1 summaries, where commands sit in backticks: the flag's
+    # value ends at the backtick (it took "2`" before, and no summary could keep it).
+    from doctrine.conform import check_summary
+    from doctrine.conform.extract import extract_keep_items
+
+    src = [{"id": "b1", "role": "assistant", "content_type": "text",
+            "text": "Steps:\n- Ran `kubectl logs eastleaf-sync-a7b73 --tail=2` (m00009): it failed with "
+                    "`connection refused: crestquartz:64935`.\nRefs: m00006–m00010"}]
+    (item,) = extract_keep_items(src)["exact_values"]
+    assert item.fields == {"key": "--tail", "value": "2"}
+    kept = check_summary(src, "Source: b1 (102→63 tok, 2x).\n- Ran `kubectl logs eastleaf-sync-a7b73 --tail=2` "
+                              "(m00009): it failed with `connection refused: crestquartz:64935`.", tier=2)
+    assert kept.classes["exact_values"].kept == 1
+    dropped = check_summary(src, "Source: b1 (102→63 tok, 2x).\n- Ran `kubectl logs eastleaf-sync-a7b73` (m00009): "
+                                 "it failed with `connection refused: crestquartz:64935`.", tier=2)
+    assert dropped.classes["exact_values"].kept == 0

@@ -48,7 +48,14 @@ def test_a_tight_limit_shortens_the_topics_and_still_passes():
         assert check_summary(src, out.text, tier=2).passed
 
 
+def test_a_two_source_digest_drops_its_topics_last():
+    out, src = _digest(440)
+    assert out.passed, out.report.reasons
+    assert "Source: b1 (147→97 tok, 2x).\n" in out.text and "[" not in out.text.split("\n")[0]
+    assert check_summary(src, out.text, tier=2).passed
+
+
 def test_under_the_checker_floor_the_digest_is_refused_with_a_reason():
-    out, _ = _digest(420)
+    out, _ = _digest(400)
     assert not out.passed
     assert out.report.reasons
