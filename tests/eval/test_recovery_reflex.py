@@ -23,8 +23,9 @@ from eval.workloads.held_out.workload import run_row, select_rows
 from plumbing.recipe_loader import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
-# Sessions whose replay at the recovery window holds recovery calls (found by replaying seeds 0-11).
-SESSIONS = (("proc_sql", 5), ("proc_rust", 1), ("proc_python", 0))
+# Sessions whose replay at the recovery window holds recovery calls (found by replaying seeds 0-11
+# with labeler 1.1: 4, 2 and 2 calls; a labeler change that moves them fails the first test).
+SESSIONS = (("proc_sql", 9), ("proc_rust", 2), ("proc_python", 3))
 
 
 @pytest.fixture(scope="module")
