@@ -26,7 +26,10 @@ def _recipe(overrides=()):
 
 
 def _is_call(row) -> bool:
-    return row["meta"]["kind"] == "recovery" and bool(row["messages"][-1].get("tool_calls"))
+    """A recovery call (search_context or decompress); the answer after a restore is a recovery row too,
+    and it may be a task call (bash) that needs no block."""
+    return row["meta"]["kind"] == "recovery" and any(
+        c["function"]["name"] in ("search_context", "decompress") for c in row["messages"][-1].get("tool_calls") or [])
 
 
 def _context_text(row) -> str:
