@@ -120,6 +120,16 @@ def about_output(sentence: str, output: str) -> bool:
     return all(n in flat for n in re.findall(r"\d{2,}", sentence))
 
 
+def output_part(sentence: str, output: str) -> str:
+    """The clauses of a remark that can stand as what a step showed (:func:`about_output`),
+    joined again: "maxDepth is 10 today; the user wants 20." after a view printing 10 keeps
+    "maxDepth is 10 today" (the 20 is the task's, not the output's). "" when none can."""
+    clauses = [c.strip() for c in re.split(r";\s+", sentence.strip().rstrip("."))]
+    kept = [c for c in clauses if c and about_output(c, output)]
+    text = "; ".join(kept)
+    return text if text and informative(text) else ""
+
+
 def short(text: str, limit: int) -> str:
     line = " ".join(text.split())
     if len(line) <= limit:
@@ -541,7 +551,7 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
                 nxt = messages[i + 1] if i + 1 < len(messages) else None
                 note = _task_sentences(clean(nxt.text)) if nxt is not None and nxt.role == "assistant" and \
                     nxt.content_type == "text" else []
-                note = [n for n in note if informative(n) and about_output(n, out)]
+                note = [p for p in (output_part(n, out) for n in note if informative(n)) if p]
                 line = _view_sentence(str(args["path"]), out, ref, verbs["read"], _purpose(messages, call))
                 if note and not (_DECIDE.search(note[0]) and _BECAUSE.search(note[0])):
                     line = line.rstrip(".") + f"; what it showed: {short(note[0], 200).rstrip('.')}."
@@ -600,7 +610,8 @@ def read_range(messages: list[Message], refs: dict[str, str], *, big_output_toke
             nxt = messages[i + 1] if i + 1 < len(messages) else None
             remark = clean(nxt.text) if nxt is not None and nxt.role == "assistant" and nxt.content_type == "text" else ""
             body = [r.strip() for r in out.split("\n") if r.strip() and not _BANNER.match(r.strip())]
-            told = [t for t in _task_sentences(remark) if informative(t) and about_output(t, out)] if remark else []
+            told = [p for p in (output_part(t, out) for t in _task_sentences(remark) if informative(t)) if p] \
+                if remark else []
             first = told[0] if told else ""
             if first and _DECIDE.search(first) and _BECAUSE.search(remark):
                 first = ""  # a decision, listed with the decisions

@@ -17,7 +17,7 @@ from doctrine.conform import check_summary, normalise_messages
 from doctrine.conform.settings import default_doctrine
 from doctrine.kernel.messages import Message
 from doctrine.label import phrasing as ph
-from doctrine.label.handoff import about_output, informative, read_range
+from doctrine.label.handoff import about_output, informative, output_part, read_range
 from doctrine.label.config import LabelConfig
 from doctrine.label.summaries import compose_summary, compose_tier1
 from plumbing.tokens import default_count_tokens
@@ -132,3 +132,12 @@ def test_a_remark_citing_figures_the_output_does_not_print_is_not_what_it_showed
     assert not about_output("Relevant: Last State: Terminated, Exit Code: 137, limit 1004Mi.",
                             "# Notes\nThe sage service owns the queue.")
     assert about_output("The pod restarted 16 times.", "Restart Count: 16")
+
+
+def test_a_remark_in_clauses_keeps_only_what_the_output_bears_out():
+    out = '{\n  "maxDepth": 10,\n  "retries": 3\n}'
+    # the task's 20 is no part of what the view showed; the 10 is (labeler 1.1 first dropped the whole
+    # remark, leaving "it printed `{`", and pocket_cli's tier-2 digests copied that thin line: 9 % refused)
+    assert output_part("maxDepth is 10 today; the user wants 20.", out) == "maxDepth is 10 today"
+    assert output_part("The user wants 20; nothing else.", out) == ""
+    assert output_part("Noted; next.", out) == ""
