@@ -116,15 +116,25 @@ def about_output(sentence: str, output: str) -> bool:
     flat = " ".join(output.split())
     if not all(" ".join(q.split()) in flat for q in re.findall(r"`([^`]+)`", sentence)):
         return False
-    # Nor is one that cites figures the output does not print ("Relevant: Exit Code: 137").
-    return all(n in flat for n in re.findall(r"\d{2,}", sentence))
+    # Nor is one that cites figures the output does not print ("Relevant: Exit Code: 137"), or
+    # names (a path, a dotted, snake_case or Rust path) it does not name ("Noting for later:
+    # bolt::tests::emit_ironfern" after a listing that never printed it).
+    if not all(n in flat for n in re.findall(r"\d{2,}", sentence)):
+        return False
+    return all(n in flat for n in (m.rstrip(".,:;)") for m in _NAME.findall(sentence)) if n)
+
+
+# A name a remark can only have read somewhere: a path, a dotted or snake_case word, a Rust path.
+_NAME = re.compile(r"[\w.-]*\w(?:::|_|\.|/)\w[\w.:/-]*")
+# The lead-in of an agent's note to itself, not part of what it says.
+_LEAD_IN = re.compile(r"^(?:noting for later|keep in mind|relevant|note|for later)\s*:\s*", re.I)
 
 
 def output_part(sentence: str, output: str) -> str:
     """The clauses of a remark that can stand as what a step showed (:func:`about_output`),
     joined again: "maxDepth is 10 today; the user wants 20." after a view printing 10 keeps
     "maxDepth is 10 today" (the 20 is the task's, not the output's). "" when none can."""
-    clauses = [c.strip() for c in re.split(r";\s+", sentence.strip().rstrip("."))]
+    clauses = [c.strip() for c in re.split(r";\s+", _LEAD_IN.sub("", sentence.strip()).rstrip("."))]
     kept = [c for c in clauses if c and about_output(c, output)]
     text = "; ".join(kept)
     return text if text and informative(text) else ""

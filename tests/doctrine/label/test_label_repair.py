@@ -141,3 +141,16 @@ def test_a_remark_in_clauses_keeps_only_what_the_output_bears_out():
     assert output_part("maxDepth is 10 today; the user wants 20.", out) == "maxDepth is 10 today"
     assert output_part("The user wants 20; nothing else.", out) == ""
     assert output_part("Noted; next.", out) == ""
+
+
+def test_a_note_naming_what_the_output_never_printed_is_not_what_it_showed():
+    listing = "bolt::tests::build_x: test\nbolt::tests::load_y: test"
+    # an agent's note re-quoting an earlier finding after a listing that does not hold it
+    assert output_part("Noting for later: bolt::tests::emit_ironfern.", listing) == ""
+    # the same note after a listing that prints it is what the step showed, without the lead-in
+    assert output_part("Noting for later: bolt::tests::emit_ironfern.",
+                       listing + "\nbolt::tests::emit_ironfern: test") == "bolt::tests::emit_ironfern"
+    assert output_part("Keep in mind: warning: unused variable: `shademoss`.",
+                       "warning: unused variable: `shademoss`\n --> src/cedar.rs:14") == \
+        "warning: unused variable: `shademoss`"
+    assert not about_output("The handler is in src/api/routes.py.", "src/api/models.py\nsrc/api/views.py")
