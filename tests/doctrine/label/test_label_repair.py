@@ -17,8 +17,8 @@ from doctrine.conform import check_summary, normalise_messages
 from doctrine.conform.settings import default_doctrine
 from doctrine.kernel.messages import Message
 from doctrine.label import phrasing as ph
-from doctrine.label.handoff import about_output, informative, output_part, read_range
 from doctrine.label.config import LabelConfig
+from doctrine.label.handoff import about_output, informative, output_part, read_range
 from doctrine.label.summaries import compose_summary, compose_tier1
 from plumbing.tokens import default_count_tokens
 
