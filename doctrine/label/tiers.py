@@ -503,6 +503,7 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
     if rep.passed:
         # Details the next steps still need stay verbatim when the tier's size allows it;
         # one that does not fit is left to a later restore (the block keeps its sources).
+        added: set[str] = set()
         for fact in needed_facts:
             flat = " ".join(fact.split())
             if _PATH_LINE.fullmatch(flat):  # a bare location says nothing: the line that holds it
@@ -513,10 +514,14 @@ def compose_tier(tier: int, blocks: list[BlockSource], raw: list[Message], state
             line = bullet + flat
             if norm(fact) in norm(text):
                 continue
-            cand = text + "\n" + line
+            # A line added for an earlier fact that this one holds whole (the bare error string,
+            # then the failing step's line quoting it at its location) would say it twice.
+            lines = [x for x in text.split("\n") if not (x in added and norm(x[len(bullet):]) in norm(flat))]
+            cand = "\n".join(lines + [line])
             rc = check(cand)
             if rc.passed and fits(cand):
                 text, rep = cand, rc
+                added.add(line)
     missed = [m for cr in rep.classes.values() for m in cr.missed]
     # A digest the kernel would refuse is no label (it says why, as a failed check would).
     ok = bool(rep.passed) and fits(text)

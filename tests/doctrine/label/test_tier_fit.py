@@ -59,3 +59,23 @@ def test_under_the_checker_floor_the_digest_is_refused_with_a_reason():
     out, _ = _digest(400)
     assert not out.passed
     assert out.report.reasons
+
+
+_JEST_B1 = ("Steps:\n- Ran `cat /workspace/metric-api/metric-api.config.json` (m00004): what it showed: retryLimit is 15 "
+            "today.\n- Ran `git ls-files src` (m00008): what it showed: 5 source files; src/digest.ts is the one under "
+            "test.\nState:\n- The exact value (from m00004): `\"retryLimit\": 15`\nRefs: m00002–m00009")
+_JEST_B2 = ("Steps:\n- Ran `npx jest src/digest.test.ts` (m00012): the result was 1 failed, 8 passed, 9 total; it failed "
+            "with `TypeError: Cannot read properties of undefined (reading 'retryLimit')` at src/digest.ts:67; also "
+            "`scoreExport › handles the default options`.\nRefs: m00010–m00013")
+
+
+def test_a_needed_error_and_its_location_are_said_once():
+    # The next step needs the error string and its place: the bare error line added for the
+    # first fact goes when the failing step's line (which quotes it at its place) is added.
+    blocks = [BlockSource("b1", 1, _JEST_B1, "work on metric-api.config.json", 122, 8),
+              BlockSource("b2", 1, _JEST_B2, "work on digest.test.ts", 102, 4)]
+    err = "TypeError: Cannot read properties of undefined (reading 'retryLimit')"
+    out = compose_tier(2, blocks, [], SimpleNamespace(by_raw={}), [err, "src/digest.ts:67"], default_doctrine(),
+                       ph.rng_for(0, "t"), default_count_tokens, max_chars=736)
+    assert out.passed, out.report.reasons
+    assert out.text.count(err) == 1 and "at src/digest.ts:67" in out.text, out.text
