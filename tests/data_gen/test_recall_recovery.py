@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from data_gen.student import RECOVERY_TOOLS
 from data_gen.synthetic.procedural import generator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +30,7 @@ def _is_call(row) -> bool:
     """A recovery call (search_context or decompress); the answer after a restore is a recovery row too,
     and it may be a task call (bash) that needs no block."""
     return row["meta"]["kind"] == "recovery" and any(
-        c["function"]["name"] in ("search_context", "decompress") for c in row["messages"][-1].get("tool_calls") or [])
+        c["function"]["name"] in RECOVERY_TOOLS for c in row["messages"][-1].get("tool_calls") or [])
 
 
 def _context_text(row) -> str:
@@ -138,7 +139,7 @@ def test_small_build_has_counter_lessons_with_the_detail_in_view(built):
     assert len(counter) >= 5
     for r in counter:
         assert r["meta"]["kind"] == "ordinary" and r["meta"]["counter_recovery_why"] in ("in_view", "in_summary")
-        assert not any((c["function"]["name"] in ("search_context", "decompress"))
+        assert not any((c["function"]["name"] in RECOVERY_TOOLS)
                        for c in r["messages"][-1].get("tool_calls") or [])
     recall = [r for r in counter if r["meta"]["step_kind"] == "probe"]
     assert recall  # recall questions answered from what is in view

@@ -14,6 +14,7 @@ import pytest
 
 from data_gen.build import replay_rows
 from data_gen.recipe import DataRecipe
+from data_gen.student import RECOVERY_TOOLS
 from data_gen.synthetic.procedural import generator
 from eval.backends.oracle import make_oracle
 from eval.metrics import mean_ci
@@ -43,7 +44,7 @@ def rows(doctrine):
 
 def _recovery_calls(rows):
     return [r for r in rows if r["meta"]["kind"] == "recovery" and any(
-        (c.get("function") or {}).get("name") in ("search_context", "decompress")
+        (c.get("function") or {}).get("name") in RECOVERY_TOOLS
         for c in r["messages"][-1].get("tool_calls") or [])]
 
 
