@@ -69,7 +69,7 @@ _VERSION_CONTEXT = re.compile(
     r"\bv\d+\.\d+\.\d+", re.I)  # a v-prefixed x.y.z (go.mod, tags) names a version itself
 _BUILD_PROGRESS = re.compile(r"^\s*(?:Compiling|Checking|Finished|Running|Fresh|Documenting)\s")
 # Threshold-like words (not inside longer words: "report" is not "port").
-_THRESHOLD_WORDS = re.compile(
+THRESHOLD_WORDS = re.compile(
     r"(?<![a-z])(?:timeout|limit|threshold|max|min|retr|ttl|latency|took|duration|memory|heap|exceed|budget|"
     r"quota|port|interval|delay|size|version)", re.I)
 _HASH = re.compile(r"(?<![\w-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-])")
@@ -115,7 +115,7 @@ def scan_values(text: str, msg: str, c: Collector, *, base: float, config_file: 
             if skel in done:
                 continue
             done.add(skel)
-        boost = 0.2 if _THRESHOLD_WORDS.search(line) else 0.0
+        boost = 0.2 if THRESHOLD_WORDS.search(line) else 0.0
         if hashes:
             for m in _HASH.finditer(line):
                 c.add("exact_values", "hash", m.group(0), msg, base, needle=m.group(0))

@@ -5,7 +5,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .code import S_CONFIG_VIEW, scan_diff, scan_edit, scan_edit_result, scan_values, scan_view
+from .code import (
+    S_CONFIG_VIEW,
+    THRESHOLD_WORDS,
+    scan_diff,
+    scan_edit,
+    scan_edit_result,
+    scan_values,
+    scan_view,
+)
 from .items import Collector, KeepItem
 from .messages import SourceMessage, normalise_messages
 from .outputs import S_COUNTS, S_FINAL_COUNTS, scan_tool_output
@@ -31,6 +39,15 @@ _SHELL_TOOLS = {"execute_bash", "bash", "shell", "run_command", "terminal", "exe
 _CONFIG_PATH = re.compile(PATH)
 # A grep -n hit: "path:12:text" over many files, "12:text" (or "12-text" for context) over one.
 _GREP_HIT = re.compile(r"^(?:(?P<path>[^\s:]+):)?(?P<line>\d+)[:-](?P<text>.*)$")
+_NUMBERED = re.compile(r"^\s*\d+\t")  # cat -n
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")  # bellTimeout -> bell Timeout
+# Commands that print (part of) a file: their output over one config file is config rows.
+_PRINTS_FILE = re.compile(r"\b(?:grep|rg|ag|cat|sed|head|tail|awk)\b")
+# psql's framing around a one-value answer: a column header, its rule, "(1 row)".
+_TABLE_NOISE = re.compile(r"^(?:-{3,}\+?)+$|^\(\d+ rows?\)$|^[a-z_][a-z_0-9]*$")
+_BARE_NUMBER = re.compile(r"-?\d[\d,_]*(?:\.\d+)?")
+S_QUERY_RESULT = 0.5  # the one number a query or a count printed
+S_PRINTED_LIMIT = 0.45  # a threshold-named row of a config file the shell printed
 
 
 def _is_config_path(path: str) -> bool:
@@ -38,15 +55,31 @@ def _is_config_path(path: str) -> bool:
 
 
 def _scan_grep_config(command: str, text: str, key: str, c: Collector) -> None:
-    """Settings in grep hits on config files: the rows a reader sees, like a file view's."""
+    """Settings in config rows the shell printed: grep hits on config files, and the lines of
+    one config file printed whole or filtered (``grep -v '^#' db/flyway.conf``, ``cat
+    app.properties``, ``sed -n 3,9p conf/app.ini``): the rows a reader sees, like a file view's."""
     one = [p for p in _CONFIG_PATH.findall(command) if _is_config_path(p)]
     for line in text.split("\n"):
         m = _GREP_HIT.match(line)
         if not m:
+            # One config file named: a printed row that names a threshold or a limit is a
+            # setting to keep (``flyway.bellTimeout=803``); the file's other rows are read in
+            # passing, as in a log (``cat -n`` numbers stripped).
+            if len(set(one)) == 1 and (row := _NUMBERED.sub("", line)).strip() \
+                    and THRESHOLD_WORDS.search(_CAMEL.sub(" ", row)):
+                scan_values(row, key, c, base=S_OUTPUT_VALUE, config_file=True, config_salience=S_PRINTED_LIMIT)
             continue
         path = m.group("path") or (one[0] if len(one) == 1 else "")
         if path and _is_config_path(path):
             scan_values(m.group("text"), key, c, base=S_OUTPUT_VALUE, config_file=True, config_salience=S_CONFIG_VIEW)
+
+
+def _single_value(text: str, key: str, c: Collector) -> None:
+    """A command whose whole answer is one number (``psql -tA -c 'SELECT count(*) ...'``,
+    ``redis-cli LLEN jobs``, ``wc -l < f``): that number is what the step found out."""
+    rows = [ln.strip() for ln in text.split("\n") if ln.strip() and not _TABLE_NOISE.match(ln.strip())]
+    if len(rows) == 1 and (m := _BARE_NUMBER.fullmatch(rows[0])) and len(re.sub(r"\D", "", m.group(0))) >= 2:
+        c.add("exact_values", "query_result", m.group(0), key, S_QUERY_RESULT, number=m.group(0))
 
 
 def source_messages(messages: Any) -> list[SourceMessage]:
@@ -120,7 +153,7 @@ def extract_keep_items(messages: Any, *, doctrine: Any = None,
             elif name in _SHELL_TOOLS or isinstance(args.get("command"), str):
                 cmd = args.get("command") if isinstance(args.get("command"), str) else m.text
                 scan_values(cmd, key, c, base=S_COMMAND_VALUE, config_salience=S_COMMAND_VALUE, hashes=True)
-                if m.tool_call_id and re.search(r"\b(?:grep|rg|ag)\b", cmd):
+                if m.tool_call_id and _PRINTS_FILE.search(cmd):
                     pending[m.tool_call_id] = ([], None, "grep:" + cmd)
             else:
                 scan_values(m.text, key, c, base=S_OUTPUT_VALUE)
@@ -138,6 +171,7 @@ def extract_keep_items(messages: Any, *, doctrine: Any = None,
                     scan_view(text, path, key, c)
             elif not scan_diff(text, key, c):
                 scan_values(text, key, c, base=S_OUTPUT_VALUE)
+            _single_value(text, key, c)
             scan_tool_output(text, key, c, last_counts=counts)
 
     for n, (kind, text, key) in enumerate(counts):

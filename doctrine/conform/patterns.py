@@ -27,7 +27,8 @@ __all__ = [
 _EXTS = (
     "py pyi pyx ipynb js jsx ts tsx mjs cjs mts cts json jsonc yaml yml toml ini cfg conf env "
     "md rst txt sh bash zsh go rs java kt kts c h cc cpp cxx hpp cs rb php html htm css scss "
-    "less vue svelte sql lock xml gradle swift scala lua pl r proto tf hcl log csv tsv graphql"
+    "less vue svelte sql lock xml gradle swift scala lua pl r proto tf hcl log csv tsv graphql properties "
+    "ex exs erl dart cmake tfvars service"
 ).split()
 CONFIG_EXTS = {"json", "jsonc", "yaml", "yml", "toml", "ini", "cfg", "conf", "env", "properties"}
 _BARE_FILES = "Makefile|Dockerfile|Containerfile|Jenkinsfile|Procfile|Gemfile|Rakefile|Vagrantfile"

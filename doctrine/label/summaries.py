@@ -195,7 +195,7 @@ def _tier1(messages: list[Message], state: Any, keep_facts: list[tuple[str, str,
         if rep.passed or not short_items:
             break
         known = {f[0] for f in facts}
-        facts += [(m, name, True) for m, name in short_items if m and m not in known]
+        facts += [(w, name, True) for m, name in short_items if m and (w := _as_written(m, source_text)) not in known]
         reading = read_range(messages, refs, big_output_tokens=config.drop_note_min_tokens, count=count,
                              facts=facts, verbs=verbs)
         repaired = [dataclasses.replace(ln, must=True)
@@ -207,6 +207,26 @@ def _tier1(messages: list[Message], state: Any, keep_facts: list[tuple[str, str,
         text, rep = attempt(lines)
     missed = [] if rep.passed else [m for cr in rep.classes.values() for m in cr.missed]
     return SummaryOutcome(text, bool(rep.passed), rep, missed=missed)
+
+
+_SETTING_ITEM = re.compile(r"^(?P<key>[\w.-]+)\s*(?P<sep>[:=])\s*(?P<value>\S.*)$")
+
+
+def _as_written(item: str, source_text: str) -> str:
+    """A missed setting as the range wrote it: the checker names ``retryLimit: 10`` where a
+    JSON file printed ``"retryLimit": 10,``; the repair quotes the row itself, which the
+    checker reads as the same setting (a fact is only kept where its text is in the range)."""
+    if item in " ".join(source_text.split()):
+        return item
+    m = _SETTING_ITEM.match(item)
+    if not m:
+        return item
+    want = re.sub(r"[\s\"']", "", item)
+    for line in source_text.split("\n"):
+        row = line.strip().rstrip(",")
+        if m.group("key") in row and re.sub(r"[\s\"']", "", row) == want:
+            return row
+    return item
 
 
 def _pad(text: str, doctrine: Any) -> str:

@@ -18,7 +18,7 @@ from doctrine.conform.agreement import expand_session, load_cases, score_cases
 ROOT = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / "conform_agreement" / "ecosystems"
 
 
-@pytest.fixture(scope="module", params=["tuning", "holdout"])
+@pytest.fixture(scope="module", params=["tuning", "holdout", "holdout2"])
 def scored(request):
     return request.param, score_cases(load_cases(ROOT / request.param))
 
@@ -38,13 +38,23 @@ def test_conforming_summaries_outrank_the_rest_of_their_file(scored):
         good = [r["score"] for r in rows if r["verdict"] == "pass"]
         bad = [r["score"] for r in rows if r["verdict"] == "fail"]
         assert good and min(good) > max(bad), rows
-    # Every lazy or unfaithful summary is refused.
-    assert all(r["checker"] == "fail" for r in result.rows if r["verdict"] == "fail")
-    passes = [r for r in result.rows if r["verdict"] == "pass"]
-    missed = [r["id"] for r in passes if r["checker"] != "pass"]
-    # Held out: one conforming summary (eco/sql/good) is still refused for a psql -v flag
-    # the checker asks to keep; it stays in the set as a known miss.
-    assert len(missed) <= (1 if name == "holdout" else 0), missed
+    passed_bad = {r["id"] for r in result.rows if r["verdict"] == "fail" and r["checker"] == "pass"}
+    missed = {r["id"] for r in result.rows if r["verdict"] == "pass" and r["checker"] != "pass"}
+    # The held-out sets' known misses, kept in the sets rather than tuned away (see the README):
+    # eco/sql/good is asked to keep a psql -v flag; eco2/dotnet/good and eco2/elixir/good are
+    # asked for values read in passing (MSBuild's banner version, pool_size in a config view);
+    # eco2/php/claimed_major claims a version composer refused, which no item can show.
+    assert passed_bad == KNOWN_FALSE_PASSES.get(name, set()), passed_bad
+    assert missed == KNOWN_MISSES.get(name, set()), missed
+
+
+KNOWN_MISSES = {"holdout": {"eco/sql/good"}, "holdout2": {"eco2/dotnet/good", "eco2/elixir/good"}}
+KNOWN_FALSE_PASSES = {"holdout2": {"eco2/php/claimed_major"}}
+
+
+def test_the_second_holdout_covers_ten_more_toolchains():
+    cases = load_cases(ROOT / "holdout2")
+    assert len({c.file for c in cases}) >= 10 and {c.set for c in cases} == {"holdout_eco2"}
 
 
 def _one(out: str, command: str = "make test") -> list[dict]:
@@ -112,3 +122,34 @@ def test_grep_hits_on_config_files_give_settings():
     src = _one("config/worker.yaml:14:  shutdown_grace_period: 5s\nsrc/main.go:88:\tsrv.Shutdown(ctx)",
                "grep -rn grace config/ src/")
     assert "shutdown_grace_period: 5s" in _texts(extract_keep_items(src), "exact_values")
+
+
+@pytest.mark.parametrize("command,out", [
+    ("grep -v '^#' db/flyway.conf", "# managed by deploy\nflyway.bellTimeout=803"),
+    ("cat src/main/resources/application.properties", "spring.application.name=billing\nflyway.bellTimeout=803"),
+    ("cat -n db/flyway.conf", "     1\t# managed by deploy\n     2\tflyway.bellTimeout=803"),
+])
+def test_config_rows_the_shell_printed_are_settings(command, out):
+    src = _one(out, command)
+    assert "flyway.bellTimeout=803" in _texts(extract_keep_items(src), "exact_values")
+    head = "- Goal: fix the build, keep the API; db/flyway.conf sets "
+    assert check_summary(src, head + "`flyway.bellTimeout=803`.").classes["exact_values"].recall == 1.0
+    # A lazy fold that names the file but not the value no longer keeps every exact value.
+    assert check_summary(src, head + "a timeout.").classes["exact_values"].recall == 0.0
+
+
+def test_rows_of_two_config_files_are_not_guessed_at():
+    src = _one("flyway.bellTimeout=803\nretry_limit=4", "cat db/flyway.conf conf/app.ini")
+    assert "flyway.bellTimeout=803" not in _texts(extract_keep_items(src), "exact_values")
+
+
+@pytest.mark.parametrize("out,kept", [
+    ("24728", "24728"),
+    (" count \n-------\n 24728\n(1 row)", "24728"),
+    ("1", None),  # an exit status, not a finding
+    ("24728\n3", None),  # two numbers: no single answer
+])
+def test_a_query_whose_answer_is_one_number_keeps_it(out, kept):
+    values = _texts(extract_keep_items(_one(out, "psql -tA -c 'SELECT count(*) FROM orders WHERE note IS NULL'")),
+                    "exact_values")
+    assert (kept in values) if kept else not any(v.isdigit() for v in values)

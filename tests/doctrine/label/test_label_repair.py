@@ -154,3 +154,22 @@ def test_a_note_naming_what_the_output_never_printed_is_not_what_it_showed():
                        "warning: unused variable: `shademoss`\n --> src/cedar.rs:14") == \
         "warning: unused variable: `shademoss`"
     assert not about_output("The handler is in src/api/routes.py.", "src/api/models.py\nsrc/api/views.py")
+
+
+def test_a_json_row_the_checker_asks_for_is_quoted_as_the_file_printed_it():
+    # `cat` of a JSON config: the checker names the threshold rows `retryLimit: 10` and
+    # `chunkSize: 750`; the file prints `"retryLimit": 10,`. The repair quotes the row itself
+    # (before, the item's own text was nowhere in the range, nothing was kept and the point
+    # was skipped as summary_failed).
+    src = [{"role": "user", "content": "Raise the concurrency of coupon-gate to 2280."},
+           *_call("c1", "cat /workspace/coupon-gate/coupon-gate.config.json",
+                  '{\n  "concurrency": 760,\n  "retryLimit": 10,\n  "chunkSize": 750\n}', "Reading the settings first."),
+           {"role": "assistant", "content": "concurrency is 760 today; the user wants 2280."},
+           *_call("c2", "git ls-files src", "src/digest.ts\nsrc/limit.ts", "Looking at the layout.")]
+    msgs = normalise_messages(src)
+    flat = [Message(id=m.key, role=m.role, content_type=m.kind, text=m.text, tool_name=m.tool_name,
+                    tool_call_id=m.tool_call_id) for m in msgs]
+    out = compose_tier1(flat, SimpleNamespace(by_raw={}), [('"concurrency": 760', "exact_values", True)],
+                        default_doctrine(), ph.rng_for(0, "t"), lambda t: len(t) // 3, LabelConfig(), max_chars=768)
+    assert out.passed, out.report.reasons
+    assert '"retryLimit": 10' in out.text or '"chunkSize": 750' in out.text, out.text
