@@ -3,7 +3,7 @@
 Examples::
 
     python -m data_gen synthetic py_bughunt --seed 7                 # JSONL on stdout
-    python -m data_gen synthetic all --seed 0 --n 20 --out syn.jsonl  # 20 seeds x 5 families
+    python -m data_gen synthetic all --seed 0 --n 20 --out syn.jsonl  # 20 seeds of each of FAMILIES
     python -m data_gen synthetic log_triage --steps 6 --lines 5,20    # small, for tests
 
 One ``Session.to_json()`` per line; one summary line per session (on stdout when
@@ -27,7 +27,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
     d = SessionSize()
     p.description = __doc__
-    p.add_argument("family", choices=[*ALL_FAMILIES, "all"], help="workload family, or all (the five big ones)")
+    p.add_argument("family", choices=[*ALL_FAMILIES, "all"], help="workload family, or all (every full-size family of data_gen.synthetic.FAMILIES; not the pocket or procedural ones)")
     p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     p.add_argument("--n", type=int, default=1, help="sessions per family: seeds SEED .. SEED+N-1 (default 1)")
     p.add_argument("--steps", type=int, default=d.steps, help=f"task steps per session (default {d.steps})")

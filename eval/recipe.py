@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from eval.arm_names import ARM_NAMES, DEFAULT_ARMS
+from eval.arms.base import TUNABLE
 from plumbing.recipe_loader import BaseConfig, describe_errors
 
 
@@ -42,39 +43,32 @@ def check_settings(model: type[BaseConfig], value: dict[str, Any], where: str, l
     return value
 
 
-class ArmSettings(BaseConfig):
-    """What ``arm_settings`` may set: the keys of ``eval.arms.TUNABLE``, fields of ArmEnv's
-    settings groups (``KernelSettings.deterministic_every``, ``CompactionSettings``,
-    ``EngineSettings``; the rest of ArmEnv comes from the run: window, doctrine, serving
-    profile). Defaults are the groups' (a test holds them equal); here they gain bounds."""
+def _settings_model(tunable: dict[str, type], name: str, doc: str) -> type[BaseConfig]:
+    """A BaseConfig model with one field per key of ``tunable`` (a setting's name -> the
+    dataclass that declares it): the dataclass field's type and default, and the description
+    and bounds its metadata carries (eval.arms.base.setting). A setting without a description
+    is an error here, at import, so every key ``--explain`` lists says what it is."""
+    fields: dict[str, Any] = {}
+    for key, group in tunable.items():
+        f = next(f for f in dataclasses.fields(group) if f.name == key)
+        if not (f.metadata.get("description") or "").strip():
+            raise TypeError(f"{group.__name__}.{key} is a recipe setting without a description; "
+                            "declare it with eval.arms.base.setting(default, description, ...)")
+        if f.default is dataclasses.MISSING:
+            raise TypeError(f"{group.__name__}.{key} is a recipe setting without a default")
+        fields[key] = (typing.get_type_hints(group)[key],
+                       Field(f.default, description=f.metadata["description"], **f.metadata.get("bounds", {})))
+    return create_model(name, __base__=BaseConfig, __doc__=doc, **fields)
 
-    compact_threshold: float = Field(
-        0.8, gt=0, le=1, description="auto_compact: summarise past this share of the window")
-    sliding_fraction: float = Field(0.75, gt=0, le=1, description="sliding: share of the window kept")
-    micro_min_chars: int = Field(500, ge=0, description="micro_auto: tool results longer than this are cleared")
-    micro_keep: int = Field(5, ge=0, description="micro_auto: newest tool results kept")
-    deterministic_every: int = Field(
-        3, ge=1, description="deterministic: decision points between compressions")
-    # The policy arms (eval/arms/policies/, documented in eval/README.md "Arms").
-    tail_share: float = Field(
-        0.2, gt=0, le=1, description="compact_tail/_step_cut/_plus: verbatim tail, share of the window")
-    offload_preview_chars: int = Field(
-        200, ge=0, description="compact_offload/_plus: head of a saved output shown by its handle")
-    retry_markers: tuple[str, ...] = Field(
-        ("ERROR", "Error:", "error:", "command not found", "No such file or directory"), min_length=1,
-        description="compact_retry_collapse/_plus: what marks a failed result's first line")
-    lcm_soft: float = Field(0.7, gt=0, le=1, description="lcm: the engine folds past this share of the window")
-    lcm_target: float = Field(0.5, ge=0, le=1, description="lcm: ... down to this share of the window")
-    lcm_fresh_share: float = Field(0.25, ge=0, le=1, description="lcm: newest share of the window kept raw")
-    lcm_leaf_share: float = Field(
-        0.1, gt=0, le=1, description="lcm: the most one leaf summary covers, share of the window")
-    lcm_fanout: int = Field(4, ge=2, description="lcm: same-depth summaries condensed into one")
-    lcm_summary_chars: int = Field(600, ge=40, description="lcm: the longest summary text (chars)")
-    lcm_summary: Literal["extractive", "model"] = Field(
-        "extractive", description="lcm: summaries engine-made, or model-written with fallback")
-    retention_share: float = Field(
-        0.5, gt=0, le=1, description="full_retention_search: recent window, share of the window")
-    search_limit: int = Field(5, ge=1, description="full_retention_search: hits per search_history call")
+
+# What ``arm_settings`` may set: the keys of ``eval.arms.TUNABLE``, the fields of ArmEnv's settings
+# groups (KernelSettings.deterministic_every, CompactionSettings, EngineSettings) declared with
+# ``setting``; the rest of ArmEnv comes from the run (window, doctrine, serving profile). Built from
+# the dataclasses, so a setting is declared once, there: name, type, default, bounds, description.
+ArmSettings = _settings_model(
+    TUNABLE, "ArmSettings",
+    "What ``arm_settings`` may set: the settings of ArmEnv's groups (eval.arms.base), with their "
+    "defaults, bounds and descriptions.")
 
 
 class StrictSettings(BaseConfig):
@@ -88,7 +82,8 @@ class StrictSettings(BaseConfig):
 # ----------------------------------------------------------------------------- backends
 # What ``backend.settings`` may hold for each backend: the keyword arguments of its
 # constructor (eval.backends.<name>), with the same defaults, less ``adapter_dir``: the adapter
-# folder has one key, backend.adapter_dir. ``model`` is usually given as backend.model.
+# folder has one key, backend.adapter_dir. ``model`` is usually given as backend.model; a recipe
+# may give it here instead (configs/eval/vllm_server.yaml does), never in both places.
 
 
 class HFSettings(StrictSettings):
@@ -232,6 +227,9 @@ class BackendSpec(BaseConfig):
         """The backend's settings model checks ``settings`` here, before any case runs (a
         backend constructor would otherwise drop a misspelt keyword without a word)."""
         check_settings(BACKEND_SETTINGS[self.name], self.settings, "backend.settings", f"{self.name} backend: ")
+        if self.model is not None and self.settings.get("model") is not None:  # neither may silently win
+            raise ValueError(f"the model is given twice, backend.model {self.model!r} and backend.settings.model "
+                             f"{self.settings['model']!r}; give it once, as backend.model (its key)")
         given = self.factory_settings()
         need = {"hf": ("model",), "vllm": ("model",), "openai": ("base_url", "model")}.get(self.name, ())
         for key in need:
@@ -245,8 +243,8 @@ class BackendSpec(BaseConfig):
 
     def factory_settings(self) -> dict[str, Any]:
         out = dict(self.settings)
-        if self.model is not None:
-            out.setdefault("model", self.model)
+        if self.model is not None:  # settings.model is then unset or null (checked above)
+            out["model"] = self.model
         if self.adapter_dir is not None:
             out["adapter_dir"] = self.adapter_dir
         return out

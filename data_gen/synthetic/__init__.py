@@ -1,10 +1,13 @@
-"""Seeded synthetic coding-agent sessions in five workload families.
+"""Seeded synthetic coding-agent sessions, one generator per workload family.
 
 ``generate(family, seed, size)`` returns a validated :class:`~doctrine.session.Session`
 whose facts know, by construction, which message introduced them and which later steps
 use them. Same (family, seed, size) gives a byte-identical ``to_json()`` in any process.
 
-Families (``FAMILIES``), each a different session shape:
+Every family is a key of ``ALL_FAMILIES``, the registry ``generate`` reads: the union of
+``FAMILIES`` (the full-size families), ``POCKET_FAMILIES`` and ``PROCEDURAL_FAMILIES``; a
+family added to one of them is known everywhere that names families. Each has its own
+session shape:
 
 - ``ts_repo``: a TypeScript library grown by create / test / refactor / rename / retune
   requests; renamed symbols make their old signature obsolete.

@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field, fields
-from typing import Any
+from typing import Any, Literal
 
 from plumbing.chat_backend import prompt_text
 
 __all__ = ["CLEARED", "SUMMARY_PREFIX", "SUMMARY_PROMPT", "TUNABLE", "ArmEnv", "ArmInfo", "ArmState", "CompactionSettings",
            "EngineSettings", "KernelSettings", "View",
-           "last_user_index", "protocol_safe_tail"]
+           "last_user_index", "protocol_safe_tail", "recipe_settings", "setting"]
 
 # The baselines' one summary prompt (generic, as a threshold compactor would use).
 SUMMARY_PROMPT = ("Summarise the conversation above so that the work can continue from the summary "
@@ -36,6 +36,14 @@ class ArmInfo:
     reference: bool = False  # answered by the oracle policy (the labeler), whatever the run's backend
 
 
+def setting(default: Any, description: str, **bounds: Any) -> Any:
+    """A field that a recipe's ``arm_settings`` may set: its default, the one line that
+    ``--explain`` prints for it, and the bounds a recipe's value must keep (pydantic's ``gt``,
+    ``ge``, ``le``, ``min_length``). The recipe's model (eval.recipe.ArmSettings) is built from
+    these fields, so this is the setting's one declaration."""
+    return field(default=default, metadata={"description": description, "bounds": bounds})
+
+
 @dataclass(frozen=True)
 class KernelSettings:
     """The kernel host's settings (``deterministic``, ``doctrine``, ``base_slim``, ``distilled``):
@@ -46,7 +54,7 @@ class KernelSettings:
     gate: str = "aggressive"  # gate preset of the serving profile (doctrine.kernel.profile)
     host: str = "proxy"  # host variant of the serving profile
     nudge_style: str = "list"
-    deterministic_every: int = 3  # deterministic: decision points between engine compressions
+    deterministic_every: int = setting(3, "deterministic: decision points between compressions", ge=1)
 
 
 @dataclass(frozen=True)
@@ -54,37 +62,57 @@ class CompactionSettings:
     """The chat-message compactors' settings: the baselines (``baselines.py``) and the
     compaction article's switches (``policies/compaction.py``)."""
 
-    compact_threshold: float = 0.8  # auto_compact: summarise past this share of the window
-    sliding_fraction: float = 0.75  # sliding: share of the window kept
-    micro_min_chars: int = 500  # micro_auto / compact_offload: tool results longer than this are cleared
-    micro_keep: int = 5  # micro_auto: newest tool results kept
-    tail_share: float = 0.2  # compact_tail / compact_step_cut / compact_plus: verbatim tail, share of the window
-    offload_preview_chars: int = 200  # compact_offload / compact_plus: head of a saved output left beside its handle
-    retry_markers: tuple[str, ...] = ("ERROR", "Error:", "error:", "command not found", "No such file or directory")
+    compact_threshold: float = setting(0.8, "auto_compact: summarise past this share of the window", gt=0, le=1)
+    sliding_fraction: float = setting(0.75, "sliding: share of the window kept", gt=0, le=1)
+    micro_min_chars: int = setting(
+        500, "micro_auto: tool results longer than this are cleared; compact_offload: saved behind a handle", ge=0)
+    micro_keep: int = setting(5, "micro_auto: newest tool results kept", ge=0)
+    tail_share: float = setting(
+        0.2, "compact_tail/_step_cut/_plus: verbatim tail, share of the window", gt=0, le=1)
+    offload_preview_chars: int = setting(
+        200, "compact_offload/_plus: head of a saved output shown by its handle", ge=0)
+    retry_markers: tuple[str, ...] = setting(
+        ("ERROR", "Error:", "error:", "command not found", "No such file or directory"),
+        "compact_retry_collapse/_plus: what marks a failed result's first line", min_length=1)
 
 
 @dataclass(frozen=True)
 class EngineSettings:
     """The engine-side policies' settings (``policies/lcm.py``, ``policies/retention.py``)."""
 
-    lcm_soft: float = 0.7  # lcm: the engine compacts once the context passes this share of the window
-    lcm_target: float = 0.5  # lcm: ... until it is back under this share
-    lcm_fresh_share: float = 0.25  # lcm: the newest messages, up to this share of the window, stay raw
-    lcm_leaf_share: float = 0.1  # lcm: at most this share of the window goes into one leaf summary
-    lcm_fanout: int = 4  # lcm: this many same-depth summaries in a row are condensed into one
-    lcm_summary_chars: int = 600  # lcm: the longest summary text
-    lcm_summary: str = "extractive"  # lcm: "extractive" (engine, no model call) or "model" (extractive fallback)
-    retention_share: float = 0.5  # full_retention_search: the recent window kept in the context
-    search_limit: int = 5  # full_retention_search: hits one search_history call returns
+    lcm_soft: float = setting(0.7, "lcm: the engine folds past this share of the window", gt=0, le=1)
+    lcm_target: float = setting(0.5, "lcm: ... down to this share of the window", ge=0, le=1)
+    lcm_fresh_share: float = setting(0.25, "lcm: newest share of the window kept raw", ge=0, le=1)
+    lcm_leaf_share: float = setting(
+        0.1, "lcm: the most one leaf summary covers, share of the window", gt=0, le=1)
+    lcm_fanout: int = setting(4, "lcm: same-depth summaries condensed into one", ge=2)
+    lcm_summary_chars: int = setting(600, "lcm: the longest summary text (chars)", ge=40)
+    # "extractive": made by the engine, no model call; "model": written by the model, extractive on failure.
+    lcm_summary: Literal["extractive", "model"] = setting(
+        "extractive", "lcm: summaries engine-made, or model-written with fallback")
+    retention_share: float = setting(
+        0.5, "full_retention_search: recent window, share of the window", gt=0, le=1)
+    search_limit: int = setting(5, "full_retention_search: hits per search_history call", ge=1)
 
 
-# The settings a recipe's ``arm_settings`` may set (eval.recipe.ArmSettings validates them),
-# each with the group that holds it.
-TUNABLE: dict[str, type] = {
-    "deterministic_every": KernelSettings,
-    **{f.name: CompactionSettings for f in fields(CompactionSettings)},
-    **{f.name: EngineSettings for f in fields(EngineSettings)},
-}
+def recipe_settings(*groups: type) -> dict[str, type]:
+    """The fields of the dataclasses ``groups`` declared with :func:`setting`, by name, each with
+    the group that declares it (a name two groups declare is an error: the flat ``arm_settings``
+    could not tell them apart)."""
+    out: dict[str, type] = {}
+    for group in groups:
+        for f in fields(group):
+            if "description" not in f.metadata:
+                continue
+            if f.name in out:
+                raise TypeError(f"{f.name} is a setting of both {out[f.name].__name__} and {group.__name__}")
+            out[f.name] = group
+    return out
+
+
+# The settings a recipe's ``arm_settings`` may set, each with the group that holds it
+# (eval.recipe.ArmSettings is built from them).
+TUNABLE: dict[str, type] = recipe_settings(KernelSettings, CompactionSettings, EngineSettings)
 
 
 @dataclass

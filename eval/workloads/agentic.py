@@ -30,8 +30,8 @@ from eval.arms import ARM_INFO, ARMS, ArmState
 from eval.arms.policies.tools import tool_counts
 from eval.workloads.agent_loop import route_reply, summariser
 from eval.workloads.base import Case, RunContext, arm_env, call_record, safe_complete
+from eval.workloads.marathon.fake_ts_repo import TsRepo
 from eval.workloads.marathon.tasks import marathon_with_repos, run_tool
-from eval.workloads.marathon.ts_repo import TsRepo
 from plumbing.chat_backend import Request, prompt_text
 from plumbing.recipe_loader import BaseConfig
 
@@ -152,12 +152,21 @@ def run_agentic_task(task: AgenticTask, arm: str, seed: int, ctx: RunContext, ma
 class AgenticSettings(BaseConfig):
     """``settings`` of the agentic workload (checked when the recipe loads)."""
 
-    seed: int = 0
-    passes: int = Field(1, ge=1)
-    variant: Literal["repetitive", "phase"] = "repetitive"
-    size: str = "demo"
-    tasks: list[str] = Field(default_factory=lambda: ["create", "test"])
-    max_turns: int = Field(12, ge=1)
+    seed: int = Field(0, description="seed of the marathon the tasks are taken from (its task order and values)")
+    passes: int = Field(1, ge=1, description="passes of the marathon generated to take tasks from (at most 12)")
+    variant: Literal["repetitive", "phase"] = Field(
+        "repetitive", description="marathon variant: repetitive, or phase (adds a 6-step migration whose plan "
+                                  "is stated once)")
+    size: str = Field(
+        "demo", description="marathon size preset (demo, small, full, large): the bulk of file views, build "
+                            "logs and test listings")
+    tasks: list[str] = Field(
+        default_factory=lambda: ["create", "test"],
+        description="task kinds run, one case each (the first task of that kind in session order): create, "
+                    "test, rename, retune, refactor, suite, build, explore, extend, docs, typefix, version, "
+                    "migration (a step no user request opens); a kind with no task adds no case")
+    max_turns: int = Field(
+        12, ge=1, description="model calls allowed per task before it stops unfinished")
 
 
 class AgenticWorkload:

@@ -43,17 +43,30 @@ from plumbing.recipe_loader import BaseConfig
 class DecisionSettings(BaseConfig):
     """Settings that bound a kernel arm's decision calls (see :func:`decision_settings`)."""
 
-    decide_at: Literal["step", "nudge"] = "step"
-    max_decisions_per_step: int | None = Field(None, ge=1)
+    decide_at: Literal["step", "nudge"] = Field(
+        "step", description="when a kernel arm's model is asked for a decision (scripted replay): step, at "
+                            "every task-step boundary and every nudge shown; nudge, at a step boundary only "
+                            "where a nudge is shown (fewer calls, but spontaneous compressions go unmeasured)")
+    max_decisions_per_step: int | None = Field(
+        None, ge=1, description="most decision and nudge calls of a kernel arm per task step; once reached, "
+                                "the rest of the step replays (still billed) without asking. null: no cap")
 
 
 class ScriptedSettings(DecisionSettings):
     """``settings`` of the scripted workload (checked when the recipe loads)."""
 
-    sessions: str | list[str] = Field(default_factory=list)  # JSONL files of Session.to_json
-    families: list[str] = Field(default_factory=list)  # data_gen.synthetic families
-    session_seeds: list[int] = Field(default_factory=lambda: [0])
-    size: str = "small"
+    sessions: str | list[str] = Field(
+        default_factory=list, description="JSONL file(s) of doctrine Session.to_json, one session (one case) "
+                                          "a line; a relative path not found as given is taken from the "
+                                          "recipe's folder")
+    families: list[str] = Field(
+        default_factory=list, description="data_gen.synthetic families (ALL_FAMILIES) to generate sessions of, "
+                                          "one case per family and session seed, besides any sessions files")
+    session_seeds: list[int] = Field(
+        default_factory=lambda: [0], description="seeds the families' sessions are generated with (the "
+                                                 "session's content; the recipe's seeds repeat each case)")
+    size: str = Field("small", description="size of the generated sessions, passed to "
+                                           "data_gen.synthetic.generate with each family")
 
 
 def load_sessions(settings: dict[str, Any], base_dir: Path | None = None) -> list[Any]:

@@ -291,24 +291,81 @@ def test_a_typo_in_arm_settings_fails_when_the_recipe_loads():
     assert recipe(arm_settings={"compact_threshold": 0.5}).arm_settings == {"compact_threshold": 0.5}
 
 
-def test_arm_settings_are_the_tunable_fields_of_arm_env():
-    """The recipe's ArmSettings and ArmEnv's settings groups name the same keys with the same
-    defaults, and ArmEnv.build puts each key in its group (and refuses a key of neither)."""
+def test_arm_settings_are_declared_once_in_the_settings_groups():
+    """A setting declared in a settings group (eval.arms.base.setting) is a recipe key with the
+    group's type, default, bounds and description, and nothing else is: the recipe's model is
+    built from the groups, not kept beside them."""
     import dataclasses
 
-    from eval.arms import TUNABLE, ArmEnv
-    from eval.recipe import ArmSettings
+    from eval.arms import TUNABLE, CompactionSettings, EngineSettings
+    from eval.arms.base import recipe_settings, setting
+    from eval.recipe import ArmSettings, _settings_model
+    from plumbing.recipe_loader import ConfigError
 
-    defaults = {k: next(f.default for f in dataclasses.fields(group) if f.name == k) for k, group in TUNABLE.items()}
-    assert {k: f.default for k, f in ArmSettings.model_fields.items()} == defaults
+    @dataclasses.dataclass(frozen=True)
+    class Group:
+        internal: str = "kept out"  # a plain field: the run sets it, a recipe cannot
+        new_share: float = setting(0.4, "a setting added to a group", gt=0, le=1)
+        new_names: tuple[str, ...] = setting(("a",), "another one", min_length=1)
+
+    assert recipe_settings(Group) == {"new_share": Group, "new_names": Group}
+    model = _settings_model(recipe_settings(Group), "Probe", "probe")
+    assert list(model.model_fields) == ["new_share", "new_names"]
+    field = model.model_fields["new_share"]
+    assert (field.annotation, field.default, field.description) == (float, 0.4, "a setting added to a group")
+    assert model.model_validate({"new_names": ["x", "y"]}).model_dump() == {"new_share": 0.4, "new_names": ("x", "y")}
+    for bad in ({"new_share": 1.5}, {"new_names": []}, {"internal": "x"}, {"new_shar": 0.5}):
+        with pytest.raises(ValueError):
+            model.model_validate(bad)
+
+    @dataclasses.dataclass(frozen=True)
+    class Undescribed:
+        quiet: int = dataclasses.field(default=1, metadata={"description": " "})
+
+    with pytest.raises(TypeError, match="Undescribed.quiet is a recipe setting without a description"):
+        _settings_model(recipe_settings(Undescribed), "Probe", "probe")
+    with pytest.raises(TypeError, match="new_share is a setting of both Group and Twin"):
+        recipe_settings(Group, dataclasses.make_dataclass("Twin", [("new_share", float, setting(0.1, "again"))]))
+
+    # The real groups: every field of the compactors' and the engine's groups is a setting, and
+    # the recipe takes exactly those (its defaults are the groups', as built above).
+    groups = [f.name for g in (CompactionSettings, EngineSettings) for f in dataclasses.fields(g)]
+    assert set(groups) <= set(TUNABLE) and list(ArmSettings.model_fields) == list(TUNABLE)
+    assert ArmSettings().model_dump() == {k: next(f.default for f in dataclasses.fields(g) if f.name == k)
+                                          for k, g in TUNABLE.items()}
+    with pytest.raises(ConfigError, match="unknown key 'arm_settings.gate'"):  # a KernelSettings field set by the run
+        recipe(arm_settings={"gate": "pocket"})
+
+
+def test_arm_env_build_puts_each_setting_in_its_group():
+    from eval.arms import ArmEnv, CompactionSettings
+
     changed = {"deterministic_every": 7, "micro_keep": 2, "tail_share": 0.3, "lcm_fanout": 3, "search_limit": 9}
     env = ArmEnv.build(1000, len, lambda *a: "", gate="pocket", **changed)
     assert (env.kernel.deterministic_every, env.kernel.gate) == (7, "pocket")
     assert (env.compaction.micro_keep, env.compaction.tail_share) == (2, 0.3)
     assert (env.engine.lcm_fanout, env.engine.search_limit) == (3, 9)
-    assert env.compaction.sliding_fraction == defaults["sliding_fraction"]
+    assert env.compaction.sliding_fraction == CompactionSettings().sliding_fraction
     with pytest.raises(TypeError, match="not an arm setting: windw"):
         ArmEnv.build(1000, len, lambda *a: "", windw=3)
+
+
+def test_the_model_is_given_once():
+    """backend.model and backend.settings.model are never both set: neither silently wins."""
+    from plumbing.recipe_loader import ConfigError
+
+    base = {"backend.name": "openai", "backend.settings": {"base_url": "http://x/v1", "model": "served"}}
+    assert recipe(**base).backend.factory_settings()["model"] == "served"  # configs/eval/vllm_server.yaml's form
+    assert recipe(**{**base, "backend.settings": {"base_url": "http://x/v1"}, "backend.model": "m"}
+                  ).backend.factory_settings()["model"] == "m"
+    for name, extra in (("openai", {}), ("hf", {"arms": ["full"]})):
+        with pytest.raises(ConfigError, match="the model is given twice, backend.model 'm' and backend.settings.model "
+                                              "'served'; give it once, as backend.model"):
+            recipe(**{**base, "backend.name": name, "backend.model": "m", **extra,
+                      "backend.settings": {"model": "served", **({"base_url": "http://x/v1"} if name == "openai" else {})}})
+    # a reference policy drops a model backend's settings (a recipe written for one composes)
+    assert recipe(**{"backend.name": "oracle", "backend.model": "m", "backend.settings": {"model": "served"}}
+                  ).backend.factory_settings() == {"model": "m"}
 
 
 def test_every_workload_has_a_strict_settings_model():

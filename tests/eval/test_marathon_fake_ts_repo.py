@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval.workloads.marathon.ts_repo import TestCheck, TsRepo
+from eval.workloads.marathon.fake_ts_repo import TestCheck, TsRepo
 
 MOD = "export function add(a: number, b: number): number {\n  return a - b;\n}\n"
 TEST = ("import { add } from '../src/math';\n\ndescribe('math', () => {\n  describe('add', () => {\n"

@@ -23,8 +23,10 @@ def _models_in(annotation: typing.Any) -> typing.Iterator[type[BaseModel]]:
 def recipe_models() -> dict[type[BaseModel], str]:
     """Every model a recipe file's keys reach, by the dotted path that first reaches it: the
     schemas of SCHEMAS, their nested sections, and the models that check the eval recipe's
-    free-form blocks (arm_settings, backend.settings)."""
+    free-form blocks (arm_settings, backend.settings, each workload's settings: every entry
+    of the workload registry, so a new workload is covered without touching this test)."""
     from eval.recipe import BACKEND_SETTINGS, ArmSettings
+    from eval.workloads import WORKLOADS
 
     seen: dict[type[BaseModel], str] = {}
 
@@ -41,6 +43,8 @@ def recipe_models() -> dict[type[BaseModel], str]:
     walk(ArmSettings, "eval.arm_settings")
     for name, model in BACKEND_SETTINGS.items():
         walk(model, f"eval.backend.settings[{name}]")
+    for name, workload in WORKLOADS.items():
+        walk(workload.Settings, f"eval.workloads[{name}].settings")
     return seen
 
 

@@ -488,22 +488,38 @@ def _recovery_scores(out: dict[str, Any], reply: dict[str, Any], rebuilt: Any, l
 class HeldOutSettings(BaseConfig):
     """``settings`` of the held_out workload (checked when the recipe loads)."""
 
-    data_dir: str = "."  # a data_gen output folder: <data_dir>/<split>/*.parquet or *.jsonl
-    split: str = "test"
-    kinds: list[str] | None = None
-    per_kind: int | None = Field(None, ge=1)
-    windows: list[int] | None = None
-    limit: int | None = Field(None, ge=0)
-    # At most this many decisions of one kind from one session (None: no cap). Decisions of
-    # a session are not independent; the intervals resample sessions, and the cap keeps a few
-    # long sessions from supplying most of the cases.
-    per_session: int | None = Field(2, ge=1)
-    # The generation cap of these calls when it differs from the recipe's max_tokens: a whole
-    # compress call needs ~300-650 tokens, while the marathon's decisions do with fewer.
-    max_tokens: int | None = Field(None, ge=1)
-    # Teacher-forced decision scores beside the generated reply (eval.workloads.held_out.decision_scoring):
-    # the first this-many tokens of the label and of each alternative decision; 0 turns them off.
-    score_first_tokens: int = Field(12, ge=0)
+    data_dir: str = Field(
+        ".", description="a data_gen output folder; rows are read from <data_dir>/<split>/ (*.parquet or "
+                         "*.jsonl; in a data stage's folder, the files its manifest lists). A relative path "
+                         "not found as given is taken from the recipe's folder; left out, the recipe's "
+                         "data_dir fills it")
+    split: str = Field("test", description="the split folder under data_dir the rows come from (train, test, "
+                                           "heldout, ...)")
+    kinds: list[str] | None = Field(
+        None, description="decision kinds asked, by the row's meta.kind (nudged_compress, refusal, "
+                          "spontaneous_compress, tier2, tier3, emergency, recovery, ordinary; "
+                          "counter_recovery asks the counter-lessons apart from ordinary); cases follow "
+                          "this order. null: every kind")
+    per_kind: int | None = Field(
+        None, ge=1, description="at most this many rows of each kind, picked round-robin over sessions and "
+                                "families rather than in file order; null: no cap")
+    windows: list[int] | None = Field(
+        None, description="only rows replayed at these context windows (tokens, the row's meta.window); "
+                          "null: any window")
+    limit: int | None = Field(
+        None, ge=0, description="at most this many rows in all, taken after the other picks; null: no cap")
+    # Decisions of a session are not independent; the intervals resample sessions, and the cap
+    # keeps a few long sessions from supplying most of the cases.
+    per_session: int | None = Field(
+        2, ge=1, description="at most this many decisions of one kind from one session (file order within "
+                             "it), so a few long sessions cannot supply most cases; null: no cap")
+    max_tokens: int | None = Field(
+        None, ge=1, description="generation cap (tokens) of these calls in place of the recipe's max_tokens: "
+                                "a whole compress call needs ~300-650; null: the recipe's")
+    score_first_tokens: int = Field(
+        12, ge=0, description="teacher-forced decision scores beside the generated reply: log-probability "
+                              "of the first N tokens of the label and of each alternative decision (hf "
+                              "backend only; decision_logprob / _margin / _win); 0: off")
 
 
 class HeldOutWorkload:

@@ -4,7 +4,7 @@ One marathon is ONE long ``doctrine.session.Session`` (later passes must remembe
 earlier passes did, so the passes cannot be separate sessions); ``marathon_sessions``
 returns it in a one-element list so it drops into the scripted driver's case list.
 
-Every task action is executed on :class:`~eval.workloads.marathon.ts_repo.TsRepo`, so file views,
+Every task action is executed on :class:`~eval.workloads.marathon.fake_ts_repo.TsRepo`, so file views,
 ``tsc`` errors, jest failures with stack traces and build logs are what that repository
 really answers. Each pass holds 18 tasks, their order drawn from the seed among the
 orders that respect their dependencies (create before test before rename, ...):
@@ -41,7 +41,7 @@ from typing import Any
 
 from doctrine.session import Fact, Session, Step
 from eval.workloads.marathon import content as mc
-from eval.workloads.marathon.ts_repo import TestCheck, TsRepo
+from eval.workloads.marathon.fake_ts_repo import TestCheck, TsRepo
 
 __all__ = ["SIZES", "MarathonSize", "marathon_session", "marathon_sessions", "marathon_with_repos", "phase_checks",
            "run_tool"]

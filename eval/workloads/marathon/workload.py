@@ -216,18 +216,35 @@ def conformance(summaries: list[dict[str, Any]], doctrine: Any = None) -> dict[s
 class MarathonSettings(DecisionSettings):
     """``settings`` of the marathon workload (checked when the recipe loads)."""
 
-    seeds: list[int] = Field(default_factory=lambda: [0])
-    variants: list[Literal["repetitive", "phase"]] | None = None
-    variant: Literal["repetitive", "phase"] = "repetitive"
-    passes: int = Field(6, ge=1)
-    size: Literal[tuple(SIZES)] = "full"  # type: ignore[valid-type]
-    tool_output_lines: int | None = Field(None, ge=0)
-    extra_tests: int | None = Field(None, ge=0)
-    max_tasks: int | None = Field(None, ge=0)  # 0: the whole marathon
-    # scripted: task actions replayed, the model decides compressions and answers probes (cheap);
-    # agentic: the model performs every task through the editor and toolchain (marathon.driver)
-    driver: Literal["scripted", "agentic"] = "scripted"
-    max_turns: int = Field(12, ge=1)  # agentic: model calls per task
+    seeds: list[int] = Field(
+        default_factory=lambda: [0], description="marathon seeds: each draws its own task order and values, "
+                                                 "one case per seed and variant (the recipe's seeds repeat "
+                                                 "each case)")
+    variants: list[Literal["repetitive", "phase"]] | None = Field(
+        None, description="variants run, one case per seed each: repetitive (18 tasks a pass) or phase "
+                          "(adds a 6-step migration whose plan is stated once); left out: [variant]")
+    variant: Literal["repetitive", "phase"] = Field(
+        "repetitive", description="the one variant run when variants is not given")
+    passes: int = Field(
+        6, ge=1, description="passes of 18 tasks in the one long session (at most 12); later passes are "
+                             "probed on what earlier ones did")
+    size: Literal[tuple(SIZES)] = Field(  # type: ignore[valid-type]
+        "full", description="preset of the tool outputs' bulk: demo, small, full, large (roughly 36K, 43K, "
+                            "64K, 120K history tokens over 6 passes)")
+    tool_output_lines: int | None = Field(
+        None, ge=0, description="lines of the big report module, build log and README, in place of the "
+                                "size preset's; left out: the preset's")
+    extra_tests: int | None = Field(
+        None, ge=0, description="filler tests per module (they lengthen the verbose jest listing), in place "
+                                "of the size preset's; left out: the preset's")
+    max_tasks: int | None = Field(
+        None, ge=0, description="keep only the marathon's first K steps (tasks and probes), for CPU demos; "
+                                "0 or null: the whole marathon")
+    driver: Literal["scripted", "agentic"] = Field(
+        "scripted", description="scripted: the task actions are replayed and the model only decides "
+                                "compressions and answers probes (cheap); agentic: the model performs every "
+                                "task itself through the editor and the fake tsc/jest (marathon.driver)")
+    max_turns: int = Field(12, ge=1, description="agentic driver only: model calls allowed per task")
 
 
 class MarathonWorkload:

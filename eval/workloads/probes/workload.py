@@ -78,30 +78,51 @@ def oracle_answer(q: dict[str, Any], seen: str) -> str:
 class ProbeFilters(BaseConfig):
     """``settings.filters`` of the probes workload (``probes.select_cases``)."""
 
-    limit: int | None = Field(None, ge=0)
-    skip: int | None = Field(None, ge=0)
-    resolved: bool | None = None
-    exit_status: list[Any] | None = None
-    min_messages: int | None = None
-    max_messages: int | None = None
-    min_chars: int | None = None
-    max_chars: int | None = None
-    repos: list[str] | None = None
-    one_per_repo: bool | None = None
-    min_questions: int | None = None
-    require_kinds: list[Literal[KINDS]] | None = None  # type: ignore[valid-type]
+    limit: int | None = Field(None, ge=0, description="most cases kept, the first that pass; left out: 20")
+    skip: int | None = Field(None, ge=0, description="the first N source rows are passed over")
+    resolved: bool | None = Field(
+        None, description="only trajectories that resolved their issue (true) or did not (false); null: both")
+    exit_status: list[Any] | None = Field(
+        None, description="only trajectories whose recorded exit_status is one of these (e.g. submit)")
+    min_messages: int | None = Field(None, description="fewest messages of a converted trajectory")
+    max_messages: int | None = Field(None, description="most messages of a converted trajectory")
+    min_chars: int | None = Field(
+        None, description="fewest characters of a converted trajectory (contents and tool-call arguments)")
+    max_chars: int | None = Field(
+        None, description="most characters of a converted trajectory (contents and tool-call arguments)")
+    repos: list[str] | None = Field(None, description="only trajectories of these repositories (owner/name)")
+    one_per_repo: bool | None = Field(None, description="at most one case per repository (the first that passes)")
+    min_questions: int | None = Field(
+        None, description="fewest questions a trajectory must yield to be a case; left out: 1")
+    require_kinds: list[Literal[KINDS]] | None = Field(  # type: ignore[valid-type]
+        None, description="question kinds a trajectory must yield, every one of them, to be a case")
 
 
 class ProbesSettings(BaseConfig):
     """``settings`` of the probes workload (checked when the recipe loads)."""
 
-    source: str  # a parquet/jsonl path (relative to the recipe), folder or hub id
-    filters: ProbeFilters = Field(default_factory=ProbeFilters)
-    kinds: list[Literal[KINDS]] | None = None  # type: ignore[valid-type]
-    max_turns: int = Field(3, ge=1)
-    max_decisions: int = Field(3, ge=0)  # decision calls while the history is fed (kernel arms)
-    feed: Literal["steps", "whole"] = "steps"  # the history message by message, or all at once
-    force_compaction: bool = True  # one compaction before the first question where none happened
+    source: str = Field(
+        description="the recorded trajectories (SWE-rebench OpenHands rows): a parquet/jsonl file or folder "
+                    "(a relative path not found as given is taken from the recipe's folder) or a hub "
+                    "dataset id")
+    filters: ProbeFilters = Field(
+        default_factory=ProbeFilters, description="which trajectories become cases (ProbeFilters: limit, skip, "
+                                                  "resolved, repos, ...)")
+    kinds: list[Literal[KINDS]] | None = Field(  # type: ignore[valid-type]
+        None, description="question kinds extracted and asked: files_changed, first_edit, first_test_run, "
+                          "first_error; null: all four")
+    max_turns: int = Field(
+        3, ge=1, description="model turns to answer one question (restore tools may be called before the "
+                             "answer)")
+    max_decisions: int = Field(
+        3, ge=0, description="most decision calls a kernel arm makes on the nudges shown while the history "
+                             "is fed")
+    feed: Literal["steps", "whole"] = Field(
+        "steps", description="steps: the history is fed message by message, the arm compacting as it grows; "
+                             "whole: handed over at once, only the nudges it then raises are answered")
+    force_compaction: bool = Field(
+        True, description="force one compaction before the first question where the arm has not compacted "
+                          "(kernel arms get an urgent nudge; full, n_latest_* and sliding never compact)")
 
 
 class ProbesWorkload:
