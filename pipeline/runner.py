@@ -147,7 +147,9 @@ class PipelineStage:
     ``{"counts", "doctrine"}``) or ``command`` (the ``dtw`` arguments of its own process, which
     writes its own manifest); the recipe it reads (a PipelineConfig field and its SCHEMAS
     kind) with the ``overrides`` that point it at this run; whether an interrupted run
-    ``resumable``-ly goes on, and whether its command takes ``--force``."""
+    ``resumable``-ly goes on, whether its command takes ``--force``, and whether it is launched
+    by ``accelerate`` when the pipeline names an accelerate config (which then enters its
+    fingerprint: another launch is another result)."""
 
     run: Callable[[PipelineConfig, Path], dict] | None = None
     command: Callable[[PipelineConfig, Path], list[str]] | None = None
@@ -155,6 +157,7 @@ class PipelineStage:
     overrides: Callable[[PipelineConfig, Path], list[str]] | None = None
     resumable: bool = False
     takes_force: bool = False
+    accelerate: bool = False
 
 
 PIPELINE: dict[str, PipelineStage] = {
@@ -162,7 +165,7 @@ PIPELINE: dict[str, PipelineStage] = {
     "data": PipelineStage(command=_data_command, recipe=("data_recipe", "data"), overrides=_data_overrides,
                           takes_force=True),
     "train": PipelineStage(command=_train_command, recipe=("train_recipe", "train"), overrides=_train_overrides,
-                           resumable=True, takes_force=True),
+                           resumable=True, takes_force=True, accelerate=True),
     "adapter": PipelineStage(command=_export_command),
     "eval": PipelineStage(command=_eval_command, recipe=("eval_recipe", "eval"), overrides=_eval_overrides,
                           resumable=True, takes_force=True),
@@ -186,7 +189,7 @@ def stage_command(cfg: PipelineConfig, stage: str, run: Path) -> list[str]:
     if spec is None or spec.command is None:
         raise ConfigError(f"stage {stage!r} runs in the pipeline's process, not as a command")
     args = spec.command(cfg, run)
-    if args[0] == "train" and cfg.accelerate_config:
+    if spec.accelerate and cfg.accelerate_config:
         return [sys.executable, "-m", "accelerate.commands.launch", "--config_file", cfg.accelerate_config,
                 "-m", *args]
     return [sys.executable, "-m", "pipeline.dtw", *args]
@@ -225,7 +228,7 @@ def stage_fingerprint(cfg: PipelineConfig, stage: str, run: RunDir, recipes: dic
         fp["doctrine"] = {"version": doc.version, "sha256": doc.sha256}
     if stage in recipes:
         fp["recipe"] = recipes[stage]
-    if PIPELINE[stage].recipe == ("train_recipe", "train"):
+    if PIPELINE[stage].accelerate:
         fp["accelerate_config"] = cfg.accelerate_config
     before = cfg.stages[:cfg.stages.index(stage)]
     fp["inputs"] = {s: manifest_content_sha256(run.stage(s)) for s in before}

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pipeline.recipe import PipelineConfig
-from pipeline.runner import run_pipeline, stage_command
+from pipeline.runner import PIPELINE, run_pipeline, stage_command
 from plumbing.recipe_loader import ConfigError, load_config
 
 
@@ -37,6 +37,10 @@ def test_stage_commands_are_the_documented_ones(project_root, tmp_path):
     assert stage_command(cfg, "report", run)[2:4] == ["pipeline.dtw", "report"]
     accelerate = stage_command(cfg.model_copy(update={"accelerate_config": "configs/accelerate/cpu.yaml"}), "train", run)
     assert accelerate[accelerate.index("-m", 3):][:3] == ["-m", "train", cfg.train_recipe]  # accelerate launch -m train
+    # Only a stage that says it is launched by accelerate is; the others stay dtw commands.
+    launched = cfg.model_copy(update={"accelerate_config": "configs/accelerate/cpu.yaml"})
+    assert [s for s in PIPELINE if "accelerate.commands.launch" in " ".join(
+        stage_command(launched, s, run) if PIPELINE[s].command else [])] == ["train"]
     with pytest.raises(ConfigError, match="eval_recipe"):
         stage_command(cfg.model_copy(update={"eval_recipe": None}), "eval", run)
 
