@@ -25,6 +25,9 @@ def _cmd_grpo(args: argparse.Namespace, recipe) -> int:
         print(f"error: {args.recipe} has no grpo: section; an SFT recipe runs with `dtw train`",
               file=sys.stderr)
         return 2
+    if args.force and args.resume:
+        print("error: --force trains afresh and --resume goes on; give one", file=sys.stderr)
+        return 2
     from train.__main__ import claim_train_folder
     from train.data import DataError
     from train.sft import NonFiniteTraining
@@ -34,7 +37,7 @@ def _cmd_grpo(args: argparse.Namespace, recipe) -> int:
     if not claim_train_folder(args.out):
         return 2
     try:
-        run_grpo(recipe, args.out, resume=args.resume)
+        run_grpo(recipe, args.out, resume=args.resume, force=args.force)
     except (GrpoError, DataError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -51,6 +54,8 @@ def add_run(p: argparse.ArgumentParser) -> None:
                    overrides_help="dotted KEY=VALUE overrides, e.g. grpo.init_adapter=runs/x/train/final")
     p.add_argument("--out", help="run folder (runs/<name>); outputs go to <out>/train")
     p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    p.add_argument("--force", action="store_true",
+                   help="train afresh although <out>/train holds a run (its checkpoints and adapter are deleted)")
 
 
 def _cmd_on_policy(args: argparse.Namespace, recipe) -> int:

@@ -24,9 +24,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from plumbing.runs import RunDir, atomic_write_json, write_manifest
+from plumbing.runs import RunDir, atomic_write_json, fingerprint_sha256, paths_sha256, write_manifest
+from plumbing.stage import decide, record_fingerprint
 from train.recipe import TrainRecipe
-from train.sft import check_finite, latest_checkpoint, resolve_bf16, trainer_arguments
+from train.sft import check_finite, latest_checkpoint, resolve_bf16, train_fingerprint, trainer_arguments
 
 __all__ = ["GrpoError", "build_prompts", "reward_funcs", "run_grpo"]
 
@@ -129,10 +130,22 @@ def _config(recipe: TrainRecipe, ckpt_dir: Path, weights: list[float], bf16: boo
     )
 
 
-def run_grpo(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, log=print,
+def grpo_fingerprint(recipe: TrainRecipe) -> dict[str, Any]:
+    """What a GRPO adapter is computed from: the training's (recipe, data manifest) and the
+    files of the SFT adapter it starts from (its path may hold another adapter tomorrow)."""
+    out = train_fingerprint(recipe)
+    init = Path(recipe.grpo.init_adapter) if recipe.grpo and recipe.grpo.init_adapter else None
+    out["grpo_init_adapter"] = (paths_sha256(sorted(p for p in init.iterdir() if p.is_file()))
+                                if init is not None and init.is_dir() else None)
+    return out
+
+
+def run_grpo(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, force: bool = False, log=print,
              callbacks: list | None = None) -> Path:
     """Run the GRPO stage into ``<out>/train/`` (checkpoints, final adapter, metrics, manifest
-    last); a complete stage is skipped unless ``resume``. Returns the stage folder."""
+    last). Decided like a training (:func:`plumbing.stage.decide`): a complete stage of the same
+    inputs is skipped, an interrupted one resumes, one of other inputs is refused
+    (:class:`GrpoError`) unless ``resume`` or ``force`` (afresh). Returns the stage folder."""
     import torch
     from accelerate import PartialState
     from trl import GRPOTrainer
@@ -144,14 +157,28 @@ def run_grpo(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, log=
     state = PartialState(cpu=not torch.cuda.is_available())
     run = RunDir.create(out)
     stage = run.stage("train")
-    if run.complete("train") and not resume:
-        log(f"[skip] train: {stage / 'manifest.json'} exists (use --resume or a new --out)")
-        return stage
-    started = time.time()
-    stage.mkdir(parents=True, exist_ok=True)
-    if state.is_main_process and (stage / "manifest.json").exists():
-        (stage / "manifest.json").unlink()  # resuming: the stage is incomplete until the end
     ckpt_dir = stage / "checkpoints"
+    fingerprint = grpo_fingerprint(recipe)
+    decision = decide(stage, fingerprint, name="grpo", force=force, resume=resume, resumable=True,
+                      partial=not run.complete("train") and any(ckpt_dir.glob("checkpoint-*")),
+                      hint="use --force to train it again, or a new --out")
+    if decision.action == "skip":
+        log(f"[skip] {decision.reason}")
+        return stage
+    if decision.action == "refuse":
+        raise GrpoError(decision.reason)
+    started = time.time()
+    if state.is_main_process:
+        if decision.fresh:  # afresh: the old run's checkpoints and adapter are of other inputs
+            import shutil
+
+            for own in (ckpt_dir, stage / "final"):
+                if own.is_dir() and not own.is_symlink():
+                    shutil.rmtree(own)
+        record_fingerprint(stage, "train", fingerprint, writes=("checkpoints", "final"),
+                           legacy=("checkpoints", "final"))  # incomplete until the manifest, last
+    state.wait_for_everyone()
+    resume = decision.action == "resume"
 
     data_manifest = check_data_dir(recipe.data.dir)
     resolved = resolve_model(recipe.model.spec)
@@ -216,7 +243,8 @@ def run_grpo(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, log=
                    "reference_policy": "frozen copy of init_adapter (TRL 'ref' adapter)" if recipe.grpo.beta
                    else None,
                    "serving_profiles": data_manifest.get("serving_profiles", []),
-                   "metrics": {k: v for k, v in metrics.items() if k != "log_history"}},
+                   "metrics": {k: v for k, v in metrics.items() if k != "log_history"},
+                   "fingerprint": fingerprint, "fingerprint_sha256": fingerprint_sha256(fingerprint)},
             started_at=started,
         )
         log(f"[grpo] done: {trainer.state.global_step} steps, reward "

@@ -87,6 +87,16 @@ def test_grpo_killed_resumes_logs_every_term_keeps_the_sft_reference_and_exports
     assert all(math.isfinite(x) for xs in metrics["reward_terms"].values() for x in xs)
     final = stage / "final"
     assert (final / "adapter_model.safetensors").is_file() and not (final / "ref").exists()
+    # Decided like a training: the same inputs skip, other inputs are refused with the change named.
+    from rl.grpo import GrpoError
+
+    logs: list[str] = []
+    run_grpo(recipe, tmp_path / "run", log=logs.append)
+    assert logs and logs[0].startswith("[skip] grpo") and manifest == json.loads((stage / "manifest.json").read_text())
+    changed = recipe.model_copy(update={"trainer": recipe.trainer.model_copy(update={"learning_rate": 1e-3})})
+    with pytest.raises(GrpoError, match="learning_rate"):
+        run_grpo(changed, tmp_path / "run")
+    assert manifest["fingerprint_sha256"]
     out = export_adapter(tmp_path / "run")
     assert (out / "adapter_model.safetensors").is_file()
 
