@@ -24,10 +24,22 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from plumbing.runs import RunDir, atomic_write_json, fingerprint_sha256, paths_sha256, write_manifest
+from plumbing.runs import (
+    RunDir,
+    atomic_write_json,
+    fingerprint_sha256,
+    paths_sha256,
+    write_manifest,
+)
 from plumbing.stage import decide, record_fingerprint
 from train.recipe import TrainRecipe
-from train.sft import check_finite, latest_checkpoint, resolve_bf16, train_fingerprint, trainer_arguments
+from train.sft import (
+    check_finite,
+    latest_checkpoint,
+    resolve_bf16,
+    train_fingerprint,
+    trainer_arguments,
+)
 
 __all__ = ["GrpoError", "build_prompts", "reward_funcs", "run_grpo"]
 
