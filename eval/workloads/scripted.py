@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from data_gen.synthetic import generate
+from data_gen.synthetic import SessionSize, generate
 from doctrine.session import Session, SessionError
 from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
 from eval.arms.policies.registry import recovery_hint
@@ -52,6 +52,15 @@ class DecisionSettings(BaseConfig):
                                 "the rest of the step replays (still billed) without asking. null: no cap")
 
 
+class GeneratedSize(BaseConfig):
+    """How big the sessions generated for ``families`` are (data_gen.synthetic.SessionSize)."""
+
+    steps: int = Field(12, ge=3, description="task steps of a generated session (probe steps come on top)")
+    tool_output_lines: tuple[int, int] = Field(
+        (20, 120), description="(min, max) lines of a bulky tool output (file views, test logs, greps)")
+    probes: int = Field(2, ge=0, description="probe steps of a generated session")
+
+
 class ScriptedSettings(DecisionSettings):
     """``settings`` of the scripted workload (checked when the recipe loads)."""
 
@@ -65,8 +74,9 @@ class ScriptedSettings(DecisionSettings):
     session_seeds: list[int] = Field(
         default_factory=lambda: [0], description="seeds the families' sessions are generated with (the "
                                                  "session's content; the recipe's seeds repeat each case)")
-    size: str = Field("small", description="size of the generated sessions, passed to "
-                                           "data_gen.synthetic.generate with each family")
+    size: GeneratedSize = Field(default_factory=lambda: GeneratedSize(),
+                                description="size of the sessions generated for ``families`` "
+                                            "(data_gen.synthetic.SessionSize)")
 
 
 def load_sessions(settings: dict[str, Any], base_dir: Path | None = None) -> list[Any]:
@@ -87,9 +97,11 @@ def load_sessions(settings: dict[str, Any], base_dir: Path | None = None) -> lis
                 raise ValueError(f"{path}:{n}: {exc}") from None
     families = settings.get("families") or []
     if families:
+        size = GeneratedSize.model_validate(settings.get("size") or {})
+        shape = SessionSize(steps=size.steps, tool_output_lines=tuple(size.tool_output_lines), probes=size.probes)
         for fam in families:
             for seed in settings.get("session_seeds", [0]):
-                out.append(generate(fam, seed, settings.get("size", "small")))
+                out.append(generate(fam, seed, shape))
     return out
 
 

@@ -121,3 +121,15 @@ def test_decision_call_settings_bound_the_model_calls(doctrine, session):
     for bad in ({"decide_at": "always"}, {"max_decisions_per_step": 0}, {"max_decisions_per_step": "2"}):
         with pytest.raises(ValueError):
             decision_settings(bad)
+
+
+def test_families_generate_sessions_of_the_recipes_size():
+    # Before, `size` was a string handed to the generators, which read SessionSize fields off it:
+    # any recipe with `families:` failed with AttributeError.
+    from eval.workloads.scripted import ScriptedSettings, load_sessions
+
+    short, long_ = (load_sessions({"families": ["py_bughunt"], "size": {"steps": n}}) for n in (4, 16))
+    assert len(short) == len(long_) == 1
+    assert len(short[0].messages) < len(long_[0].messages)
+    with pytest.raises(ValueError):
+        ScriptedSettings.model_validate({"families": ["py_bughunt"], "size": "small"})
