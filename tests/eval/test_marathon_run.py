@@ -61,3 +61,14 @@ def test_recipe_runs_through_the_harness(tmp_path):
     assert summary.complete
     rows = load_results(tmp_path / "eval")
     assert len(rows) == 4 and all(r["workload"] == "marathon" for r in rows)
+
+
+def test_a_null_setting_is_read_as_left_out():
+    # `extra_tests: null` (the description's "left out: the preset's") used to crash on int(None).
+    left_out = WORKLOADS["marathon"]({"passes": 1, "size": "demo", "max_tasks": 6}, None)
+    nulls = WORKLOADS["marathon"]({"passes": 1, "size": "demo", "max_tasks": 6, "extra_tests": None,
+                                   "tool_output_lines": None, "variants": None}, None)
+    assert [s.to_json() for s in nulls.sessions] == [s.to_json() for s in left_out.sessions]
+    longer = WORKLOADS["marathon"]({"passes": 1, "size": "demo", "tool_output_lines": 400}, None)
+    shorter = WORKLOADS["marathon"]({"passes": 1, "size": "demo"}, None)
+    assert len(longer.sessions[0].to_json()) > len(shorter.sessions[0].to_json())

@@ -181,6 +181,10 @@ def test_case_selection_filters():
     assert {c.converted.session_id for c in resolved} == {"fixture-0005", "fixture-0006"}
     need = select_cases(src, {"limit": 100, "require_kinds": ["first_error", "first_test_run"]})
     assert {c.converted.session_id for c in need} == {"fixture-0001", "fixture-0003", "fixture-0004", "fixture-0007"}
+    # A filter given as null is left out (a recipe writes `limit: null`): before, int(None) crashed.
+    nulls = {k: None for k in ("limit", "skip", "resolved", "min_messages", "min_questions", "require_kinds")}
+    assert [c.converted.session_id for c in select_cases(src, nulls)] == \
+        [c.converted.session_id for c in select_cases(src, {})]
     with pytest.raises(ValueError, match="unknown probe filters"):
         select_cases(src, {"lmit": 3})
     with pytest.raises(ValueError, match="kinds"):

@@ -254,15 +254,18 @@ class MarathonWorkload:
     def __init__(self, settings: dict[str, Any], base_dir: Path | None = None):
         self.settings = dict(settings)
         self.decisions = decision_settings(self.settings)  # a bad value fails before any case runs
-        seeds = self.settings.get("seeds", [0])
-        variants = self.settings.get("variants", [self.settings.get("variant", "repetitive")])
-        passes = int(self.settings.get("passes", 6))
-        size: str | MarathonSize = self.settings.get("size", "full")
-        if "tool_output_lines" in self.settings or "extra_tests" in self.settings:
-            base = SIZES[size] if isinstance(size, str) and size in SIZES else SIZES["full"]
-            size = MarathonSize(int(self.settings.get("tool_output_lines", base.tool_output_lines)),
-                                int(self.settings.get("extra_tests", base.extra_tests)))
-        self.driver = self.settings.get("driver", "scripted")
+        # Read through the settings model: its defaults fill what is left out, and a null means
+        # "left out" wherever the description says so (before, `extra_tests: null` crashed).
+        self.cfg = cfg = MarathonSettings.model_validate(self.settings)
+        seeds = cfg.seeds
+        variants = cfg.variants or [cfg.variant]
+        passes = cfg.passes
+        size: str | MarathonSize = cfg.size
+        if cfg.tool_output_lines is not None or cfg.extra_tests is not None:
+            base = SIZES[cfg.size]
+            size = MarathonSize(base.tool_output_lines if cfg.tool_output_lines is None else cfg.tool_output_lines,
+                                base.extra_tests if cfg.extra_tests is None else cfg.extra_tests)
+        self.driver = cfg.driver
         self.repos: dict[str, tuple[dict[int, Any], dict[int, Any]]] = {}  # agentic: repo before/after each step
         if self.driver == "agentic":
             self.sessions = []
@@ -274,8 +277,8 @@ class MarathonWorkload:
         else:
             self.sessions = [marathon_session(int(s), passes, v, size) for v in variants for s in seeds]
         # max_tasks shortens the marathon to its first K steps (a CPU demo cannot afford 108).
-        if self.settings.get("max_tasks"):
-            self.sessions = [s.truncated(int(self.settings["max_tasks"])).validate() for s in self.sessions]
+        if cfg.max_tasks:
+            self.sessions = [s.truncated(cfg.max_tasks).validate() for s in self.sessions]
 
     def cases(self) -> list[Case]:
         return [Case(s.session_id, s) for s in self.sessions]
@@ -291,7 +294,7 @@ class MarathonWorkload:
         if self.driver == "agentic":
             snaps, afters = self.repos[case.payload.session_id]
             result = run_agentic_marathon(case.payload, snaps, afters, arm, seed, replace(ctx, backend=recorder),
-                                          max_turns=int(self.settings.get("max_turns", 12)),
+                                          max_turns=self.cfg.max_turns,
                                           max_decisions_per_step=self.decisions["max_decisions_per_step"])
         else:
             result = run_session(case.payload, arm, seed, replace(ctx, backend=recorder), **self.decisions)

@@ -486,8 +486,9 @@ def select_cases(source: Any, filters: dict[str, Any] | None = None, kinds: tupl
     rows) that convert and pass ``filters``: ``limit`` (20), ``skip``, ``resolved``,
     ``exit_status`` (list), ``min_messages``/``max_messages``, ``min_chars``/``max_chars``,
     ``repos`` (list), ``one_per_repo``, ``min_questions`` (1), ``require_kinds`` (list).
-    ``stats`` receives counts of rows read, rejected (by reason) and filtered (by filter)."""
-    f = dict(filters or {})
+    ``stats`` receives counts of rows read, rejected (by reason) and filtered (by filter); a
+    filter given as null is left out."""
+    f = {k: v for k, v in (filters or {}).items() if v is not None}  # null: left out (every filter's default)
     unknown = set(f) - {"limit", "skip", "resolved", "exit_status", "min_messages", "max_messages", "min_chars",
                         "max_chars", "repos", "one_per_repo", "min_questions", "require_kinds"}
     if unknown:
