@@ -41,8 +41,9 @@ _CONFIG_PATH = re.compile(PATH)
 _GREP_HIT = re.compile(r"^(?:(?P<path>[^\s:]+):)?(?P<line>\d+)[:-](?P<text>.*)$")
 _NUMBERED = re.compile(r"^\s*\d+\t")  # cat -n
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")  # bellTimeout -> bell Timeout
+_GREP = re.compile(r"\b(?:grep|rg|ag)\b")
 # Commands that print (part of) a file: their output over one config file is config rows.
-_PRINTS_FILE = re.compile(r"\b(?:grep|rg|ag|cat|sed|head|tail|awk)\b")
+_PRINTS_FILE = re.compile(r"\b(?:cat|sed|head|tail|awk)\b")
 # psql's framing around a one-value answer: a column header, its rule, "(1 row)".
 _TABLE_NOISE = re.compile(r"^(?:-{3,}\+?)+$|^\(\d+ rows?\)$|^[a-z_][a-z_0-9]*$")
 _BARE_NUMBER = re.compile(r"-?\d[\d,_]*(?:\.\d+)?")
@@ -153,13 +154,19 @@ def extract_keep_items(messages: Any, *, doctrine: Any = None,
             elif name in _SHELL_TOOLS or isinstance(args.get("command"), str):
                 cmd = args.get("command") if isinstance(args.get("command"), str) else m.text
                 scan_values(cmd, key, c, base=S_COMMAND_VALUE, config_salience=S_COMMAND_VALUE, hashes=True)
-                if m.tool_call_id and _PRINTS_FILE.search(cmd):
+                if m.tool_call_id and _GREP.search(cmd):
                     pending[m.tool_call_id] = ([], None, "grep:" + cmd)
+                elif m.tool_call_id and _PRINTS_FILE.search(cmd):
+                    pending[m.tool_call_id] = ([], None, "print:" + cmd)
             else:
                 scan_values(m.text, key, c, base=S_OUTPUT_VALUE)
         elif m.kind == "tool-result":
             text = _HARNESS_LINE.sub("", m.text)
             changed, path, command = pending.pop(m.tool_call_id or "", ([], None, None))
+            if command is not None and command.startswith("print:"):
+                # A printed file: its config rows, then read as any output (a view, a diff, values).
+                _scan_grep_config(command[6:], text, key, c)
+                command = None
             if command is not None and command.startswith("grep:"):
                 _scan_grep_config(command[5:], text, key, c)
                 scan_values(text, key, c, base=S_OUTPUT_VALUE)

@@ -153,3 +153,11 @@ def test_a_query_whose_answer_is_one_number_keeps_it(out, kept):
     values = _texts(extract_keep_items(_one(out, "psql -tA -c 'SELECT count(*) FROM orders WHERE note IS NULL'")),
                     "exact_values")
     assert (kept in values) if kept else not any(v.isdigit() for v in values)
+
+
+def test_a_printed_diff_or_file_is_still_read_as_one():
+    # `head`, `cat` and `sed` also print config rows, but their output stays a diff or a view.
+    diff = "diff --git a/src/app.py b/src/app.py\n--- a/src/app.py\n+++ b/src/app.py\n@@ -40,3 +41,4 @@ def load():\n" \
+           "     x = 1\n+    retries = fetch_retries(cfg)\n     return x"
+    items = extract_keep_items(_one(diff, "git diff | head -40"))
+    assert "src/app.py:41" in _texts(items, "paths_with_lines")
