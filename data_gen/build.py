@@ -76,7 +76,7 @@ def collect_sessions(recipe: DataRecipe, rejects: Counter) -> Iterator[Session]:
             for k in range(src.synthetic.sessions_per_family):
                 seed = src.synthetic.seed * 1000 + k
                 try:
-                    yield generate(family, seed, _size(src.synthetic)).validate()
+                    yield generate(family, seed, src.synthetic.session_size()).validate()
                 except SessionError as exc:
                     rejects[f"synthetic:{exc.__class__.__name__}"] += 1
     if src.swe_rebench is not None and src.swe_rebench.path:
@@ -100,12 +100,6 @@ def collect_sessions(recipe: DataRecipe, rejects: Counter) -> Iterator[Session]:
         from .sources.real_tools import real_tool_sessions
 
         yield from real_tool_sessions(src.real_tools, rejects)
-
-
-def _size(cfg):
-    from .synthetic import SessionSize
-
-    return SessionSize(steps=cfg.steps, tool_output_lines=tuple(cfg.tool_output_lines))
 
 
 # --------------------------------------------------------------------------- build

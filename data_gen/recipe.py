@@ -23,17 +23,35 @@ MIN_WINDOW = 256
 Weight = Annotated[float, Field(ge=0)]
 
 
-class SyntheticSource(BaseConfig):
+class GeneratedSize(BaseConfig):
+    """How big a generated session is (data_gen.synthetic.SessionSize): the data recipe's
+    synthetic source and the eval's scripted workload both declare it with this."""
+
+    # data_gen/synthetic/_tools.py SessionSize: fewer steps leave no room for a compression.
+    steps: int = Field(12, ge=3, description="task steps per session")
+    tool_output_lines: tuple[Annotated[int, Field(ge=1)], Annotated[int, Field(ge=1)]] = Field(
+        (20, 120), description="min, max lines of a long tool output")
+
+    @field_validator("tool_output_lines")
+    @classmethod
+    def _lines_ordered(cls, v: tuple[int, int]) -> tuple[int, int]:
+        if v[0] > v[1]:
+            raise ValueError(f"min {v[0]} is above max {v[1]}; give [min, max]")
+        return v
+
+    def session_size(self):
+        from data_gen.synthetic import SessionSize
+
+        return SessionSize(steps=self.steps, tool_output_lines=tuple(self.tool_output_lines))
+
+
+class SyntheticSource(GeneratedSize):
     families: list[str] = Field(
         default_factory=lambda: ["ts_repo", "py_bughunt", "dep_migration", "log_triage", "data_analysis"],
         min_length=1, description="synthetic task families to generate (data_gen/synthetic: FAMILIES and "
                                   "POCKET_FAMILIES)")
     sessions_per_family: int = Field(2, ge=1, description="sessions generated per family")
     seed: int = Field(0, ge=0, description="base seed: session k of a family uses seed * 1000 + k")
-    # data_gen/synthetic/_tools.py SessionSize: fewer steps leave no room for a compression.
-    steps: int = Field(12, ge=3, description="task steps per session")
-    tool_output_lines: tuple[Annotated[int, Field(ge=1)], Annotated[int, Field(ge=1)]] = Field(
-        (20, 120), description="min, max lines of a long tool output")
 
     @field_validator("families")
     @classmethod
@@ -43,13 +61,6 @@ class SyntheticSource(BaseConfig):
         bad = [f for f in v if f not in ALL_FAMILIES]
         if bad:
             raise ValueError(f"unknown synthetic families {bad}; known: {list(ALL_FAMILIES)}")
-        return v
-
-    @field_validator("tool_output_lines")
-    @classmethod
-    def _lines_ordered(cls, v: tuple[int, int]) -> tuple[int, int]:
-        if v[0] > v[1]:
-            raise ValueError(f"min {v[0]} is above max {v[1]}; give [min, max]")
         return v
 
 

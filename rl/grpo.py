@@ -31,11 +31,11 @@ from plumbing.runs import (
     paths_sha256,
     write_manifest,
 )
-from plumbing.stage import decide, record_fingerprint
 from train.recipe import TrainRecipe
 from train.sft import (
     check_finite,
     latest_checkpoint,
+    open_training_stage,
     resolve_bf16,
     train_fingerprint,
     trainer_arguments,
@@ -171,25 +171,14 @@ def run_grpo(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, forc
     stage = run.stage("train")
     ckpt_dir = stage / "checkpoints"
     fingerprint = grpo_fingerprint(recipe)
-    decision = decide(stage, fingerprint, name="grpo", force=force, resume=resume, resumable=True,
-                      partial=not run.complete("train") and any(ckpt_dir.glob("checkpoint-*")),
-                      hint="use --force to train it again, or a new --out")
+    decision = open_training_stage(run, fingerprint, state, name="grpo", force=force, resume=resume,
+                                   hint="use --force to train it again, or a new --out")
     if decision.action == "skip":
         log(f"[skip] {decision.reason}")
         return stage
     if decision.action == "refuse":
         raise GrpoError(decision.reason)
     started = time.time()
-    if state.is_main_process:
-        if decision.fresh:  # afresh: the old run's checkpoints and adapter are of other inputs
-            import shutil
-
-            for own in (ckpt_dir, stage / "final"):
-                if own.is_dir() and not own.is_symlink():
-                    shutil.rmtree(own)
-        record_fingerprint(stage, "train", fingerprint, writes=("checkpoints", "final"),
-                           legacy=("checkpoints", "final"))  # incomplete until the manifest, last
-    state.wait_for_everyone()
     resume = decision.action == "resume"
 
     data_manifest = check_data_dir(recipe.data.dir)

@@ -29,11 +29,12 @@ from plumbing.runs import (
     redact_secrets,
     write_manifest,
 )
-from plumbing.stage import decide, record_fingerprint
+from plumbing.stage import Decision, decide, record_fingerprint
 
 from .recipe import TrainRecipe
 
-__all__ = ["NonFiniteTraining", "TrainingChanged", "latest_checkpoint", "run_training", "train_fingerprint"]
+__all__ = ["NonFiniteTraining", "TrainingChanged", "latest_checkpoint", "open_training_stage", "run_training",
+           "train_fingerprint"]
 
 
 class TrainingChanged(ValueError):
@@ -162,6 +163,32 @@ class Curriculum:
     copy_tokens: int | None = None  # trainer.copy_weight: target tokens the copy term weighs
 
 
+def open_training_stage(run: RunDir, fingerprint: dict[str, Any], state: Any, *, name: str, force: bool,
+                        resume: bool, hint: str) -> Decision:
+    """Decide ``run``'s train stage for a training (SFT here, GRPO in rl/) with
+    :func:`plumbing.stage.decide`: an interrupted run is one with checkpoints and no manifest.
+    When it runs, the main process deletes a fresh start's checkpoints and adapter (they are of
+    other inputs) and records ``fingerprint`` (the stage is incomplete until its manifest, last);
+    every process waits for that. Skip and refuse are the caller's to act on."""
+    stage = run.stage("train")
+    ckpt_dir = stage / "checkpoints"
+    decision = decide(stage, fingerprint, name=name, force=force, resume=resume, resumable=True,
+                      partial=not run.complete("train") and any(ckpt_dir.glob("checkpoint-*")), hint=hint)
+    if decision.action in ("skip", "refuse"):
+        return decision
+    if state.is_main_process:
+        if decision.fresh:
+            import shutil
+
+            for own in (ckpt_dir, stage / "final"):
+                if own.is_dir() and not own.is_symlink():
+                    shutil.rmtree(own)
+        record_fingerprint(stage, "train", fingerprint, writes=("checkpoints", "final"),
+                           legacy=("checkpoints", "final"))
+    state.wait_for_everyone()
+    return decision
+
+
 def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, force: bool = False,
                  log=print, callbacks: list | None = None) -> Path:
     """Train ``recipe`` into ``<out>/train/`` (checkpoints, final adapter, metrics, manifest
@@ -184,25 +211,14 @@ def run_training(recipe: TrainRecipe, out: str | Path, *, resume: bool = False, 
     stage = run.stage("train")
     fingerprint = train_fingerprint(recipe)
     ckpt_dir = stage / "checkpoints"
-    decision = decide(stage, fingerprint, name="train", force=force, resume=resume, resumable=True,
-                      partial=not run.complete("train") and any(ckpt_dir.glob("checkpoint-*")),
-                      hint="use --force to retrain it, or a new --out")
+    decision = open_training_stage(run, fingerprint, state, name="train", force=force, resume=resume,
+                                   hint="use --force to retrain it, or a new --out")
     if decision.action == "skip":
         log(f"[skip] {decision.reason}")
         return stage
     if decision.action == "refuse":
         raise TrainingChanged(decision.reason)
     started = time.time()
-    if state.is_main_process:
-        if decision.fresh:  # afresh: the old run's checkpoints and adapter are of other inputs
-            import shutil
-
-            for own in (ckpt_dir, stage / "final"):
-                if own.is_dir() and not own.is_symlink():
-                    shutil.rmtree(own)
-        record_fingerprint(stage, "train", fingerprint, writes=("checkpoints", "final"),
-                           legacy=("checkpoints", "final"))  # incomplete until the manifest, last
-    state.wait_for_everyone()
     resume = decision.action == "resume"
 
     data_manifest = check_data_dir(recipe.data.dir)

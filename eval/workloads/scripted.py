@@ -26,7 +26,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from data_gen.synthetic import SessionSize, generate
+from data_gen.recipe import GeneratedSize
+from data_gen.synthetic import generate
 from doctrine.session import Session, SessionError
 from eval.arms import ARM_INFO, ARMS, ArmEnv, ArmState, apply_reply
 from eval.arms.policies.registry import recovery_hint
@@ -52,15 +53,6 @@ class DecisionSettings(BaseConfig):
                                 "the rest of the step replays (still billed) without asking. null: no cap")
 
 
-class GeneratedSize(BaseConfig):
-    """How big the sessions generated for ``families`` are (data_gen.synthetic.SessionSize)."""
-
-    steps: int = Field(12, ge=3, description="task steps of a generated session (probe steps come on top)")
-    tool_output_lines: tuple[int, int] = Field(
-        (20, 120), description="(min, max) lines of a bulky tool output (file views, test logs, greps)")
-    probes: int = Field(2, ge=0, description="probe steps of a generated session")
-
-
 class ScriptedSettings(DecisionSettings):
     """``settings`` of the scripted workload (checked when the recipe loads)."""
 
@@ -74,9 +66,9 @@ class ScriptedSettings(DecisionSettings):
     session_seeds: list[int] = Field(
         default_factory=lambda: [0], description="seeds the families' sessions are generated with (the "
                                                  "session's content; the recipe's seeds repeat each case)")
-    size: GeneratedSize = Field(default_factory=lambda: GeneratedSize(),
+    size: GeneratedSize = Field(default_factory=GeneratedSize,
                                 description="size of the sessions generated for ``families`` "
-                                            "(data_gen.synthetic.SessionSize)")
+                                            "(data_gen.recipe.GeneratedSize: steps, tool_output_lines)")
 
 
 def load_sessions(settings: dict[str, Any], base_dir: Path | None = None) -> list[Any]:
@@ -97,8 +89,7 @@ def load_sessions(settings: dict[str, Any], base_dir: Path | None = None) -> lis
                 raise ValueError(f"{path}:{n}: {exc}") from None
     families = settings.get("families") or []
     if families:
-        size = GeneratedSize.model_validate(settings.get("size") or {})
-        shape = SessionSize(steps=size.steps, tool_output_lines=tuple(size.tool_output_lines), probes=size.probes)
+        shape = GeneratedSize.model_validate(settings.get("size") or {}).session_size()
         for fam in families:
             for seed in settings.get("session_seeds", [0]):
                 out.append(generate(fam, seed, shape))
