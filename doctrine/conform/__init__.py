@@ -51,6 +51,13 @@ a summary could reasonably keep. The main choices:
   an answer with a reason, sharing its terms) is a decision (0.95 when the user then
   approves it, "OK, do that"), not an open question; approvals add no user-intent item.
 
+* restatement (:mod:`.relevance`): when the range's prose says printed values again (the
+  agent's report quotes ``Expected: 3221225472``), those values are needed (0.6; a bare
+  printed number so restated, 0.55, keeps the field name it was printed under) and the
+  printed values the prose leaves out, under 0.5, were read in passing (a banner's version, a
+  per-test timing, a config view's other rows: dropped under the floor). A range whose prose
+  restates nothing keeps the reading above.
+
 A repeated candidate keeps its best salience plus a small log-count boost.
 
 How a summary is scored
@@ -63,7 +70,10 @@ on one summary line. A class's recall is the salience-weighted mean credit; a cl
 in the score by how many items it has (``full_weight_items``), so one partly kept item is one
 item, not the fate of the whole summary. Then :mod:`.usability` reads the summary as a
 reader would: fragment lines (no sentence, one anchor), duplicated lines, numbers the source
-never had, values altered from the source or superseded ones given as current; DROP
+never had, values altered from the source (a labelled number given another label's value, a
+change written with an outcome the range does not record: :mod:`.changes`) or superseded ones
+given as current, and a step the range's closing text leaves to come written as done
+(:mod:`.pending`); DROP
 detection (pasted output) is in :mod:`.drop`; limits and the final score in
 :func:`check_summary`. :mod:`.agreement` measures all of this against hand-labelled verdicts
 and :mod:`.judge` asks a model for a second opinion.

@@ -13,6 +13,7 @@ from .extract import extract_keep_items
 from .extract import source_messages as _source_messages
 from .items import CLASSES, KeepItem
 from .match import Summary, item_credit
+from .pending import claimed_done
 from .settings import default_doctrine, settings_for
 from .usability import UsabilityReport, check_usability
 
@@ -179,6 +180,7 @@ def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine
     all_items = [it for v in items.values() for it in v]
     usable = check_usability(summary, [m.text for m in msgs], all_items)
     usable.misattributed = misattributed_quotes(summary, msgs)
+    usable.claimed_done = claimed_done(summary, msgs)
     unusable = False
     if usable.share > u["max_unusable_share"]:
         unusable = True
@@ -196,11 +198,14 @@ def check_summary(source_messages: Any, summary: str, *, tier: int = 1, doctrine
     if usable.altered_values:
         unusable = True
         reasons.append(f"value(s) altered from the source: {'; '.join(usable.altered_values[:3])}")
+    if usable.claimed_done:
+        unusable = True
+        reasons.append(f"reported as done, left to come in the source: {'; '.join(q[:60] for q in usable.claimed_done[:2])}")
     if usable.stale_values:
         unusable = True
         reasons.append(f"superseded value(s) given as current: {'; '.join(usable.stale_values[:3])}")
     n_wrong = (len(usable.invented_numbers) + len(usable.invented_quotes) + len(usable.misattributed)
-               + len(usable.altered_values) + len(usable.stale_values))
+               + len(usable.altered_values) + len(usable.stale_values) + len(usable.claimed_done))
     usability_factor = max(0.0, 1.0 - u["penalty"] * usable.share) * (u["wrong_value_factor"] ** min(n_wrong, 3))
 
     d = settings.drop

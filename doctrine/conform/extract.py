@@ -18,6 +18,7 @@ from .items import Collector, KeepItem
 from .messages import SourceMessage, normalise_messages
 from .outputs import S_COUNTS, S_FINAL_COUNTS, scan_tool_output
 from .patterns import CONFIG_EXTS, PATH, find_path_lines
+from .relevance import weigh_by_restatement
 from .prose import S_QUESTION, resolve_question, scan_assistant_prose, scan_user_text, unanswered
 from .settings import ConformanceSettings, settings_for
 
@@ -193,5 +194,6 @@ def extract_keep_items(messages: Any, *, doctrine: Any = None,
             continue
         if unanswered(q, [m.text for m in later if m.role == "assistant"]):
             c.add("open_questions", "question", q, key, S_QUESTION)
+    weigh_by_restatement(msgs, c)
     _refs_items(msgs, c)
     return c.ranked(settings.caps, settings.min_salience)

@@ -87,6 +87,10 @@ class Collector:
             item.message, item.count = old.message, old.count
             self._items[key] = item
 
+    def items(self) -> list[KeepItem]:
+        """Every candidate so far, first seen first (the items themselves, to re-weigh)."""
+        return list(self._items.values())
+
     def ranked(self, caps: dict[str, int], min_salience: float) -> dict[str, list[KeepItem]]:
         """Per class, the top-``cap`` items by salience (ties: first seen first).
 

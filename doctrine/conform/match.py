@@ -255,6 +255,8 @@ def item_credit(item: KeepItem, summary: Summary, *, counts_window: int = 80, fu
         return 0.5 if re.search(num + r"(?![\w.])", flat) else 0.0
     if kind == "setting":
         return _setting_credit(f, summary)
+    if kind == "restated":  # a printed number the prose said again: 5_368_709_120 is 5368709120
+        return float(re.search(_number_re(f["number"]) + r"(?![\w]|\.\d)", norm_number(summary.text)) is not None)
     if kind == "test_counts":
         if _pairs_in_window(summary, f["counts"], counts_window):
             return 1.0

@@ -32,7 +32,12 @@ S_DIAG_LOCATION = 0.85  # path:line of a compiler diagnostic or pytest failure l
 S_OUTPUT_PATH = 0.3  # any other path:line in output (grep -n hits and the like)
 S_NOTE = 0.2  # a linter's note line (under min_salience: context, not a KEEP item)
 
-_LIB_PATH = re.compile(r"^<|site-packages|dist-packages|/lib/python\d|<frozen|node_modules|node:internal|^internal/")
+# Where toolchains install what the project depends on: a frame or path there is not the project's
+# (Python site/dist-packages and stdlib, AWS Lambda's runtime and layers, node_modules, gems, the
+# Go module cache and stdlib, cargo's registry, the JDK).
+_LIB_PATH = re.compile(r"^<|site-packages|dist-packages|/lib/python\d|<frozen|node_modules|node:internal|^internal/|"
+                       r"^/var/runtime/|^/var/lang/|^/opt/python/|/gems/|/go/pkg/mod/|/usr/local/go/src/|"
+                       r"/\.cargo/registry/|/usr/lib/jvm/")
 _EXC_NAME = (
     r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault|Timeout|Refused)"
     r"|Invalid\w+|StopIteration|KeyboardInterrupt)"
@@ -96,7 +101,9 @@ _JOURNAL = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w@.-]+(?:\[\
 # "pg_dump: error: ...", "nginx: [emerg] ...", "helm: error ...": a tool naming its own failure.
 _TOOL_ERR = re.compile(r"^(?P<line>[\w.@-]+: (?:error|fatal|FATAL|ERROR|\[(?:emerg|alert|crit|error)\]):? .+)$")
 _BOX = re.compile(r"^[\u2502\u2575\u2577|]\s?")
-_LEADING_TAGS = re.compile(r"^(?:\[[^\]]{1,40}\]\s*|[\w.-]{1,40}:\s(?=\S)|-\s)+")
+# Also an ISO timestamp or a request id (UUID) that some runtimes log after the level.
+_LEADING_TAGS = re.compile(r"^(?:\[[^\]]{1,40}\]\s*|[\w.-]{1,40}:\s(?=\S)|-\s|"
+                           r"\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?\s+|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\s+)+")
 
 
 # A line can match one of the patterns below only if it holds one of these (lower-cased)
@@ -167,6 +174,15 @@ def _scan_tracebacks(lines: list[str], key: str, c: Collector) -> set[int]:
 def _skeleton(msg: str) -> str:
     """A log message with its numbers masked: one item per message shape, not per line."""
     return re.sub(r"\d+", "#", msg.lower())
+
+
+_PROSE_PAIR = re.compile(r"\b[A-Za-z]{3,}\s+[A-Za-z]{3,}\b")
+
+
+def _prefix_only(head: str) -> bool:
+    """A log line's head of timestamps, stream names and ids (AWS Lambda puts ~90 characters of
+    them before ``[ERROR]``), as opposed to free text in which the word ERROR appears."""
+    return _PROSE_PAIR.search(head) is None
 
 
 def _log_message(msg: str) -> str:
@@ -351,7 +367,7 @@ def scan_tool_output(text: str, key: str, c: Collector, *, last_counts: list) ->
                   S_LOG_WARN if m.group("lvl") == "warn" else S_LOG_ERROR, skeleton=_skeleton(msg))
             continue
         m = _LOG_LEVEL.search(stripped)
-        if m and m.start() < 60:  # the level sits in the line's prefix, not in free text
+        if m and (m.start() < 60 or _prefix_only(stripped[:m.start()])):  # the level sits in the prefix
             msg = _log_message(m.group("msg"))
             if len(msg) >= 6:
                 lvl = m.group("lvl")

@@ -19,7 +19,10 @@ refs are skipped):
   Refs, block ids and ``Source:`` header figures are not counted.
 * **altered value**: a setting of the source (``KEY=value``, ``key: value``) written in the
   summary with a number that the source never gave that key (``CACHE_TTL_MS=60`` for
-  ``60_000``); **stale value**: a key the source changed, written only with an old value.
+  ``60_000``), a labelled number the prose restated given another number (``Expected``
+  and ``Actual`` swapped), or a change written with an outcome the range does not record
+  (``2.4.1 => 3.1.0`` where composer printed ``2.4.1 => 2.6.3``: ``changes``); **stale
+  value**: a key the source changed, written only with an old value.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from .attribution import json_unescaped
+from .changes import altered_changes, altered_counts, altered_quotes
 from .items import KeepItem
 from .patterns import PATH, norm
 from .terms import norm_number
@@ -76,6 +80,8 @@ class UsabilityReport:
     # Quotes on a line citing one message that the message does not hold (attribution.py).
     misattributed: list[str] = field(default_factory=list)
     altered_values: list[str] = field(default_factory=list)
+    # Lines reporting as done a step the range's closing text left to come (pending.py).
+    claimed_done: list[str] = field(default_factory=list)
     stale_values: list[str] = field(default_factory=list)
     share: float = 0.0
 
@@ -138,9 +144,19 @@ def _content_lines(summary: str) -> list[str]:
     return out
 
 
+# A clock time, a date-time's clock, a hash or a request id: its digit runs are no numbers a
+# summary could invent or keep (``08:14:02`` is not a 14; ``42db`` in a UUID is not a 42).
+_STAMP = re.compile(r"(?:(?<![\w.:/])|(?<=\dT))\d{1,2}:\d\d(?::\d\d(?:[.,]\d+)?)?(?![:\w])|\b[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\b|"
+                    r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,}\b")
+
+
+def _unstamped(text: str) -> str:
+    return _STAMP.sub(" ", text)
+
+
 def _source_numbers(texts: list[str]) -> set[str]:
     out: set[str] = set()
-    for t in texts:
+    for t in map(_unstamped, texts):
         for m in _NUM_TOKEN.finditer(t):
             n = norm_number(m.group(0)).replace(",", "")
             out.add(n)
@@ -149,9 +165,17 @@ def _source_numbers(texts: list[str]) -> set[str]:
     return out
 
 
-def _setting_values(items: list[KeepItem], texts: list[str]) -> dict[str, list[str]]:
-    """Every value each setting key takes in the source, in order of appearance."""
-    keys = {it.fields["key"] for it in items if it.kind == "setting" and "key" in it.fields}
+# A code identifier the summary gives a number (``maxAttempts: 40``, ``pool_size 10``): camelCase or
+# snake_case, so plain words (line 3, port 80) are not read as keys.
+_IDENT_NUMBER = re.compile(r"(?<![\w-])([a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)"
+                           r"(?:\s*[:=]\s*|\s+)-?\d")
+
+
+def _setting_values(items: list[KeepItem], texts: list[str], summary: str = "") -> dict[str, list[str]]:
+    """Every value each setting key takes in the source, in order of appearance: the settings
+    the checker found, constants, and identifiers the summary gives a number."""
+    keys = {it.fields["key"] for it in items if it.kind in ("setting", "restated") and "key" in it.fields}
+    keys |= {m.group(1) for m in _IDENT_NUMBER.finditer(summary)}
     # Constants assigned a number anywhere in the source (PHRASE_BOOST = 2.5) are settings too.
     keys |= {m.group(1) for t in texts for m in _CONST.finditer(t)}
     out: dict[str, list[str]] = {}
@@ -167,6 +191,21 @@ def _setting_values(items: list[KeepItem], texts: list[str]) -> dict[str, list[s
         if vals:
             out[k] = vals
     return out
+
+
+_SIZE_UNIT = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4}
+
+
+def _same_quantity(key: str, a: str, b: str, texts: list[str]) -> bool:
+    """``a`` and ``b`` are one size written in two units somewhere in ``texts`` (``maxmemory
+    4294967296``, ``maxmemory 4gb``, ``4.00G``): a restatement, not a change of value."""
+    sizes: dict[str, set[float]] = {}
+    pat = re.compile(r"(?<![\w-])" + re.escape(key) + r"(?![\w-])[^\n\d]{0,12}?(?P<v>\d+(?:\.\d+)?)\s?(?P<u>[KMGTkmgt])?i?[Bb]?(?![\w])")
+    for t in texts:
+        for m in pat.finditer(norm_number(t).replace(",", "")):
+            scale = _SIZE_UNIT[m.group("u").lower()] if m.group("u") else 1
+            sizes.setdefault(m.group("v"), set()).add(float(m.group("v")) * scale)
+    return any(abs(x - y) <= 0.05 * max(x, y) for x in sizes.get(a, ()) for y in sizes.get(b, ()))
 
 
 def _says(key: str, values: list[str], text: str) -> bool:
@@ -228,7 +267,7 @@ def check_usability(summary: str, source_texts: list[str], items: list[KeepItem]
 
     known = _source_numbers(source_texts)
     text = "\n".join(ln for ln in summary.split("\n") if not _SOURCE.match(ln))
-    text = _REF.sub(" ", _HEADER_FIG.sub(" ", text))
+    text = _unstamped(_REF.sub(" ", _HEADER_FIG.sub(" ", text)))
     invented = []
     for m in _NUM_TOKEN.finditer(text):
         n = norm_number(m.group(0)).replace(",", "")
@@ -246,14 +285,23 @@ def check_usability(summary: str, source_texts: list[str], items: list[KeepItem]
     flat = _REF.sub(" ", norm_number(summary))
     # A backticked quote of a log or code line says what the source printed, not what holds now.
     unquoted = _CODE_SPAN.sub(" ", flat)
-    for k, vals in _setting_values(items, source_texts).items():
+    named = _setting_values(items, source_texts)
+    for k, vals in _setting_values(items, source_texts, summary).items():
         said: list[str] = []
-        for m in re.finditer(r"(?<![\w-])" + re.escape(k) + r"(?![\w-])[^\n\d]{0,12}?(?P<v>-?\d+(?:\.\d+)*)", flat):
+        # An identifier only the summary named is read where it stands with its number.
+        gap = r"[^\n\d]{0,12}?" if k in named else r"(?:\s*[:=]\s*|\s+)"
+        for m in re.finditer(r"(?<![\w-])" + re.escape(k) + r"(?![\w-])" + gap + r"(?P<v>-?\d+(?:\.\d+)*)", flat):
             said.append(m.group("v"))
         wrong = [v for v in said if v not in vals]
         if wrong:
             rep.altered_values.append(f"{k}={wrong[0]} (source: {', '.join(vals)})")
         elif len(vals) > 1 and vals[-1] not in said and _says(k, vals[:-1], unquoted) and not re.search(
-                r"(?<![\w.])" + re.escape(vals[-1]) + r"(?![\w]|\.\d)", flat):
+                r"(?<![\w.])" + re.escape(vals[-1]) + r"(?![\w]|\.\d)", flat) \
+                and not _same_quantity(k, said[0], vals[-1], source_texts):
             rep.stale_values.append(f"{k}={said[0]} (now {vals[-1]})")
+    # A digest's ``Source: b3 (109→70 tok)`` header is bookkeeping, on either side.
+    plain = "\n".join(ln for ln in summary.split("\n") if not _SOURCE.match(ln))
+    plain_src = ["\n".join(ln for ln in t.split("\n") if not _SOURCE.match(ln)) for t in source_texts]
+    rep.altered_values += (altered_changes(plain, plain_src) + altered_counts(plain, plain_src)
+                           + altered_quotes(plain, plain_src))
     return rep

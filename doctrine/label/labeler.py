@@ -51,7 +51,7 @@ from .summaries import compose_tier1
 from .tiers import BlockSource, compose_tier
 
 LABELER_ID = "doctrine-labeler"
-LABELER_VERSION = "1.1.0"  # 1.1: a step's result is what its output bears out (no filler or note as a result); repaired tier-1 labels; tier-2 headers shortened to fit
+LABELER_VERSION = "1.2.0"  # 1.2: the checker keeps the printed values prose restates, drops those read in passing, refuses altered changes and pending steps claimed done; 1.1: a step's result is what its output bears out (no filler or note as a result); repaired tier-1 labels; tier-2 headers shortened to fit
 KINDS = ("nudged_compress", "refusal", "spontaneous_compress", "tier2", "tier3", "emergency", "recovery",
          "ordinary")
 _PLACEHOLDER = "placeholder summary used only to ask the kernel which messages a range would fold"
