@@ -9,6 +9,11 @@ outcome that did not happen, even when every number it writes is somewhere in th
 A quoted line is a record too: ```UInt64(millis) * 1_000``` where the edit wrote ``* 1_000_000``
 matches a source line in everything but its numbers (``altered_quotes``).
 
+A quote can be altered without a number: two names swapped (``(created_at, customer_id)`` for
+the migration's ``(customer_id, created_at)``) or one name replaced (``(keyword tier)`` for the
+edit's ``(name tier)``) in a span that otherwise matches a source line token for token
+(``misquoted``); a shortened quote (tokens left out) is no misquote.
+
 A test run's counts are outcomes too: a summary's ``9 examples, 0 failures`` where every run in
 the range printed ``1 failure`` reports a green run that never happened (``altered_counts``).
 """
@@ -20,7 +25,7 @@ import re
 from .attribution import json_unescaped
 from .terms import norm_number
 
-__all__ = ["altered_changes", "altered_counts", "altered_quotes", "changes"]
+__all__ = ["altered_changes", "altered_counts", "altered_quotes", "changes", "misquoted"]
 
 _VALUE = r"[vV]?(?P<{}>\d+(?:[_,]\d{{3}})*(?:\.\d+)*(?:[-+][\w.]+)?)"
 _ARROW = re.compile(r"(?<![\w.])" + _VALUE.format("old") + r"\s*(?:=>|->|→)\s*" + _VALUE.format("new")
@@ -86,6 +91,17 @@ def altered_counts(summary: str, source_texts: list[str]) -> list[str]:
 
 
 _QUOTE = re.compile(r"`([^`\n]{12,})`")
+# A line that proposes ("Next: use `${{ matrix.version }}`", "should read `timeout = 60`") quotes
+# what is to be written, not what the range holds.
+_PROPOSES = re.compile(r"\b(?:next|propos\w*|will|would|should|could|suggest\w*|plan\w*|instead|to be|todo)\b", re.I)
+
+
+def _recorded_quotes(summary: str):
+    """The backticked quotes of the summary's lines that record rather than propose."""
+    for line in summary.split("\n"):
+        if not _PROPOSES.search(_CODE_SPAN.sub(" ", line)):
+            yield from _QUOTE.finditer(line)
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
 _QUOTE_NUM = re.compile(r"\d+(?:[_,]\d+)*(?:\.\d+)?")
 
 
@@ -93,7 +109,7 @@ def altered_quotes(summary: str, source_texts: list[str]) -> list[str]:
     """Backticked quotes that match a source text except for their numbers."""
     flat = [" ".join(norm_number(json_unescaped(t)).split()) for t in source_texts]
     out = []
-    for m in _QUOTE.finditer(summary):
+    for m in _recorded_quotes(summary):
         quote = " ".join(norm_number(m.group(1)).split())
         nums = _QUOTE_NUM.findall(quote)
         if not nums or any(quote in t for t in flat):
@@ -105,4 +121,47 @@ def altered_quotes(summary: str, source_texts: list[str]) -> list[str]:
         hit = next((h for t in flat for h in pat.finditer(t)), None)
         if hit is not None:
             out.append(f"`{quote[:60]}` (source: `{hit.group(0)[:60]}`)")
+    return out
+
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def misquoted(summary: str, source_texts: list[str]) -> list[str]:
+    """Backticked quotes that match a run of a source line's tokens but for two swapped tokens
+    or one replaced name (numbers are :func:`altered_quotes`'s)."""
+    quotes = []
+    flat = [" ".join(json_unescaped(t).split()) for t in source_texts]
+    for m in _recorded_quotes(summary):
+        q = " ".join(m.group(1).split())
+        toks = _TOKEN.findall(q)
+        words = {t for t in toks if t[0].isalpha() or t[0] == "_"}
+        if len(toks) >= 5 and len(words) >= 2 and not any(q in t for t in flat):
+            quotes.append((q, toks, words))
+    if not quotes:
+        return []
+    lines = [(ln, _TOKEN.findall(ln)) for t in flat for ln in json_unescaped(t).split("\n") if ln.strip()]
+    lines = [(ln, toks, set(toks)) for ln, toks in lines]
+    out = []
+    for q, toks, words in quotes:
+        n = len(toks)
+        for ln, ltoks, lset in lines:
+            if len(words - lset) > 1 or len(ltoks) < n:
+                continue
+            hit = None
+            wins = [ltoks[i:i + n] for i in range(len(ltoks) - n + 1)]
+            if toks in wins:  # the quote is there, spaced otherwise
+                break
+            for win in wins:
+                diff = [k for k in range(n) if win[k] != toks[k]]
+                if len(diff) == 2 and sorted(win) == sorted(toks) and all(win[k][0].isalpha() for k in diff):
+                    hit = win  # two names swapped
+                elif len(diff) == 1 and 0 < diff[0] < n - 1 and win[diff[0]][0].isalpha() \
+                        and toks[diff[0]][0].isalpha():
+                    hit = win  # one name replaced inside the quote (its edges are where quoting starts)
+                if hit:
+                    break
+            if hit:
+                out.append(f"`{q[:60]}` (source: `{' '.join(hit)[:60]}`)")
+                break
     return out

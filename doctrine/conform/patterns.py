@@ -28,7 +28,9 @@ _EXTS = (
     "py pyi pyx ipynb js jsx ts tsx mjs cjs mts cts json jsonc yaml yml toml ini cfg conf env "
     "md rst txt sh bash zsh go rs java kt kts c h cc cpp cxx hpp cs rb php html htm css scss "
     "less vue svelte sql lock xml gradle swift scala lua pl r proto tf hcl log csv tsv graphql properties "
-    "ex exs erl dart cmake tfvars service"
+    "ex exs erl hrl dart cmake tfvars service "
+    "zig ml mli hs lhs clj cljs cljc edn jl nix elm fs fsx groovy ps1 nim cr bzl bazel mk j2 jinja tpl "
+    "vcl sbt cabal rebar mod sum tex"
 ).split()
 CONFIG_EXTS = {"json", "jsonc", "yaml", "yml", "toml", "ini", "cfg", "conf", "env", "properties"}
 _BARE_FILES = "Makefile|Dockerfile|Containerfile|Jenkinsfile|Procfile|Gemfile|Rakefile|Vagrantfile"

@@ -8,16 +8,17 @@ still to do. Every value in such a line can be in the range, so no KEEP item sho
 rule reads the step itself.
 
 * Pending: a sentence of the range's last agent text, with no tool call after it in the range.
-  An *action* still to come: a next step, a plan on the user's word (I will ... once you), a
-  proposal or a question (would fix, I can, should I, can you run). An *outcome* not reached:
+  An *action* still to come: a next step, a plan (I will, with your approval), a proposal or
+  a question (I propose, would fix, I can, should I, can you run), a step not done (has not
+  been run). An *outcome* not reached:
   something still fails, was refused, is not verified yet.
 * Claimed done: a summary line that, outside its quotes and its restated goal, shares content
   words with the sentence (a third of them, 3 to 4), says nothing of it being still to come
   (next, will, proposed, not yet, asked ...), and says it happened: with the action's own verb
   in the past (run -> ran, switch -> switched, restart -> restarted) for an action, with a
   success word (succeeded, confirmed, passes, is gone, applied) for an outcome, in a word the
-  range itself never wrote (a range that says "the build passes" or "was edited" records those
-  events). Or a line that says nothing is left (nothing open, all done, "Done.") while anything
+  range itself never wrote outside its pending sentences (a range that says "the build passes"
+  or "was edited" records those events). Or a line that says nothing is left (nothing open, all done, "Done.") while anything
   is pending.
 """
 
@@ -35,8 +36,9 @@ _ACTION = re.compile(
     r"\b(?:next step|next:|next,? (?:I|we)(?:'ll| will)|(?:I|we)(?:'ll| will) .{0,80}\b(?:once|if|when|after) you|"
     r"waiting (?:for|on)|until you|once you (?:say|agree|confirm|approve)|not (?:done|applied|run|changed|"
     r"touched|edited) (?:yet|anything)|nothing (?:is |has been )?(?:changed|edited|applied) yet|"
-    r"(?:have|has) not (?:changed|touched|edited|applied|run)|still to do|yet to|would (?:fix|solve|resolve)|"
-    r"I can\b|(?:do|should|shall|can|could) (?:you|I|we)\b)", re.I)
+    r"(?:have|has) not (?:been )?(?:changed|touched|edited|applied|run|made|done)|still to do|yet to|"
+    r"would (?:fix|solve|resolve)|I can\b|(?:do|should|shall|can|could) (?:you|I|we)\b|"
+    r"I (?:propose|suggest|recommend)|with your (?:approval|ok|go-ahead))", re.I)
 _OUTCOME = re.compile(
     r"\b(?:still (?:fails?|failing|returns|errors?|warns?|prints|times? out|broken|red)|(?:was|were) refused|"
     r"not (?:verified|confirmed|tested|fixed) yet)\b", re.I)
@@ -50,7 +52,7 @@ _STILL = re.compile(
     r"\b(?:next|will|would|to do|todo|not yet|not done|pending|proposed?|proposal|plan(?:ned)?|waiting|awaiting|"
     r"once|until|should|asked|ask|if you|unless|open|yet)\b", re.I)
 _NOTHING_LEFT = re.compile(r"\b(?:nothing (?:is )?(?:open|left|pending|remaining)|no open (?:questions?|items?)|"
-                           r"all (?:done|green|fixed)|fully (?:fixed|resolved))\b|^done\.?$|^done[;,]", re.I)
+                           r"all (?:done|green|fixed)|fully (?:fixed|resolved))\b|(?:^|[.;]\s+)done(?:\.?$|[;,])", re.I)
 _CODE = re.compile(r"`[^`\n]*`")
 _GOAL = re.compile(r"^\W*(?:goal|task|user|request|asked|constraints?|rules?|cause|why)\b", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
@@ -85,11 +87,10 @@ def _stem(word: str) -> str:
     return re.sub(r"(?:ied|ed|ing|es|s)$", "", w)[:5]
 
 
-def _did_the_action(said: str, step: PendingStep, recorded: set[str]) -> bool:
-    """The line puts one of the step's own verbs in the past (run -> ran, restart -> restarted),
-    in a form the range never wrote (``edited`` where the range says the file was edited records
-    a past event, not the pending step)."""
-    stems = {_stem(w) for w in re.findall(r"[A-Za-z]+", step.sentence)}
+def _did_the_action(said: str, stems: set[str], recorded: set[str]) -> bool:
+    """The line puts one of the pending steps' own verbs in the past (run -> ran, restart ->
+    restarted), in a form the range never wrote (``edited`` where the range says the file was
+    edited records a past event, not the pending step)."""
     return any(_stem(m.group(0)) in stems and m.group(0).lower() not in recorded for m in _PAST.finditer(said))
 
 
@@ -103,8 +104,19 @@ def claimed_done(summary: str, msgs: list[SourceMessage]) -> list[str]:
     pending = pending_steps(msgs)
     if not pending:
         return []
-    steps = [s for s in pending if len(s.words) >= 3]
-    recorded = {w.lower() for m in msgs for w in re.findall(r"[A-Za-z]+(?: (?:clean|gone))?", m.text)}
+    # The closing text's pending sentences speak of one step in several ("I propose raising it
+    # to 200000: `set_policy ...`. I have not applied it."): their verbs are read together.
+    stems = {_stem(w) for p in pending if not p.outcome for w in re.findall(r"[A-Za-z]+", p.sentence)}
+    actions = frozenset().union(*(p.words for p in pending if not p.outcome))
+    steps = [s for s in pending if s.outcome and len(s.words) >= 3]
+    if len(actions) >= 3:
+        steps.append(PendingStep(" ".join(p.sentence for p in pending if not p.outcome), False, actions))
+    # Words the range wrote outside its pending sentences ("I have not applied it" records no
+    # "applied").
+    left = {p.sentence for p in pending}
+    recorded = {w.lower() for m in msgs
+                for part in _SENTENCE.split(" ".join(m.text.split())) if part not in left
+                for w in re.findall(r"[A-Za-z]+(?: (?:clean|gone))?", part)}
     out = []
     for line in summary.split("\n"):
         body = line.strip(" -*\t")
@@ -122,7 +134,7 @@ def claimed_done(summary: str, msgs: list[SourceMessage]) -> list[str]:
         for step in steps:
             if len(words & step.words) < max(3, min(4, -(-len(step.words) // 3))):
                 continue
-            if _reached(said, recorded) if step.outcome else _did_the_action(said, step, recorded):
+            if _reached(said, recorded) if step.outcome else _did_the_action(said, stems, recorded):
                 out.append(body[:120])
                 break
     return out

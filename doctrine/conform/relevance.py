@@ -15,7 +15,9 @@ later writes some of those values in prose, that prose says which ones matter:
   value the agent wrote in an edit) are untouched.
 
 A range whose prose restates nothing printed keeps the plain reading: with no one saying what
-mattered, every printed value stays a candidate.
+mattered, every printed value stays a candidate. Places are read the same way: when the prose
+names places (``report.ml line 42``), a path:line a tool printed at the weakest reading (a grep
+hit, a backtrace's frame in a test harness) that the prose does not name was read in passing.
 """
 
 from __future__ import annotations
@@ -121,4 +123,18 @@ def weigh_by_restatement(msgs: list[SourceMessage], c: Collector) -> None:
     if said:
         for item in printed:
             if item.salience < S_PASSING_CEILING:
+                item.salience = min(item.salience, S_PASSING)
+
+    # Places: a path:line a tool printed in passing (a grep hit, a backtrace's library frame, a
+    # build tool's note: the weakest reading) is read in passing too when the prose names the
+    # places that matter and not this one.
+    named = [it for it in c.items() if it.cls == "paths_with_lines" and it.kind == "mention"]
+    if named:
+        for item in c.items():
+            src = where.get(item.message)
+            if item.cls != "paths_with_lines" or item.kind != "output_path" or src is None:
+                continue
+            name = str(item.fields.get("path", "")).rsplit("/", 1)[-1]
+            pat = re.compile(r"(?<![\w.-])" + re.escape(name) + r"\W{1,12}(?:line\s+)?" + str(item.fields.get("line")) + r"(?!\d)")
+            if not restated(src.index, pat):
                 item.salience = min(item.salience, S_PASSING)

@@ -32,7 +32,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from .attribution import json_unescaped
-from .changes import altered_changes, altered_counts, altered_quotes
+from .changes import altered_changes, altered_counts, altered_quotes, misquoted
 from .items import KeepItem
 from .patterns import PATH, norm
 from .terms import norm_number
@@ -146,7 +146,7 @@ def _content_lines(summary: str) -> list[str]:
 
 # A clock time, a date-time's clock, a hash or a request id: its digit runs are no numbers a
 # summary could invent or keep (``08:14:02`` is not a 14; ``42db`` in a UUID is not a 42).
-_STAMP = re.compile(r"(?:(?<![\w.:/])|(?<=\dT))\d{1,2}:\d\d(?::\d\d(?:[.,]\d+)?)?(?![:\w])|\b[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\b|"
+_STAMP = re.compile(r"(?:(?<![\w.:/])|(?<=\dT))\d{1,2}:\d\d(?::\d\d(?:[.,]\d+)?)?Z?(?![:\w])|\b[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\b|"
                     r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,}\b")
 
 
@@ -303,5 +303,5 @@ def check_usability(summary: str, source_texts: list[str], items: list[KeepItem]
     plain = "\n".join(ln for ln in summary.split("\n") if not _SOURCE.match(ln))
     plain_src = ["\n".join(ln for ln in t.split("\n") if not _SOURCE.match(ln)) for t in source_texts]
     rep.altered_values += (altered_changes(plain, plain_src) + altered_counts(plain, plain_src)
-                           + altered_quotes(plain, plain_src))
+                           + altered_quotes(plain, plain_src) + misquoted(plain, plain_src))
     return rep

@@ -3,7 +3,7 @@ outcome (changes.py), steps left to come (pending.py), and the usability rules a
 
 from doctrine.conform import extract_keep_items
 from doctrine.conform.agreement import expand_session
-from doctrine.conform.changes import altered_changes, altered_counts, altered_quotes, changes
+from doctrine.conform.changes import altered_changes, altered_counts, altered_quotes, changes, misquoted
 from doctrine.conform.check import check_summary
 from doctrine.conform.extract import source_messages
 from doctrine.conform.items import KeepItem
@@ -190,3 +190,26 @@ def test_runtime_library_frames_and_lambda_error_lines():
         {"user": "Why do uploads fail?"}, {"run": "aws logs tail /aws/lambda/x", "out": out}]}))
     assert {it.text for it in items["paths_with_lines"]} == {"/var/task/handler.py:88"}
     assert any("An error occurred (AccessDenied)" in it.text for it in items["error_strings"])
+
+
+def test_two_names_swapped_or_one_replaced_in_a_quote_is_a_misquote():
+    src = ["ALTER TABLE orders ADD INDEX idx_oc (customer_id, created_at), ALGORITHM=INPLACE;",
+           '{"new_str": "  (get discounts (name tier) 0)"}']
+    assert misquoted("- Migration: `ADD INDEX idx_oc (customer_id, created_at)`.", src) == []
+    assert misquoted("- Migration: `ADD INDEX idx_oc (created_at, customer_id)`.", src)
+    assert misquoted("- Edit core.clj:28 -> `(get discounts (keyword tier) 0)`.", src)
+    # Shortened, spaced otherwise, or proposed: no misquote.
+    assert misquoted("- Edit: `(get discounts (name tier)`.", src) == []
+    assert misquoted("- Next: use `(get discounts (keyword tier) 0)` instead.", src) == []
+
+
+def test_printed_places_the_prose_does_not_name_were_read_in_passing():
+    out = ('File "test/dune", line 2, characters 7-18:\nRaised at Money.add in file "lib/money.ml", line 21\n'
+           'Called from List.fold_left in file "list.ml", line 123')
+    steps = [{"user": "Get the ledger tests green."}, {"run": "dune runtest", "out": out}]
+    plain = {it.text: it.salience for it in extract_keep_items(expand_session({"first_id": 80, "steps": steps}))
+             ["paths_with_lines"]}
+    assert {"lib/money.ml:21", "list.ml:123"} <= set(plain)
+    steps.append({"say": "The mismatch is raised from lib/report.ml line 42, where the fold starts from EUR."})
+    said = {it.text for it in extract_keep_items(expand_session({"first_id": 80, "steps": steps}))["paths_with_lines"]}
+    assert "lib/report.ml:42" in said and not {"lib/money.ml:21", "list.ml:123"} & said
