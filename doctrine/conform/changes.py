@@ -145,7 +145,7 @@ def misquoted(summary: str, source_texts: list[str]) -> list[str]:
     out = []
     for q, toks, words in quotes:
         n = len(toks)
-        for ln, ltoks, lset in lines:
+        for _ln, ltoks, lset in lines:
             if len(words - lset) > 1 or len(ltoks) < n:
                 continue
             hit = None

@@ -18,8 +18,8 @@ from .items import Collector, KeepItem
 from .messages import SourceMessage, normalise_messages
 from .outputs import S_COUNTS, S_FINAL_COUNTS, scan_tool_output
 from .patterns import CONFIG_EXTS, PATH, find_path_lines
-from .relevance import weigh_by_restatement
 from .prose import S_QUESTION, resolve_question, scan_assistant_prose, scan_user_text, unanswered
+from .relevance import weigh_by_restatement
 from .settings import ConformanceSettings, settings_for
 
 __all__ = ["extract_keep_items", "source_messages"]

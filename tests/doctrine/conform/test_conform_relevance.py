@@ -3,7 +3,13 @@ outcome (changes.py), steps left to come (pending.py), and the usability rules a
 
 from doctrine.conform import extract_keep_items
 from doctrine.conform.agreement import expand_session
-from doctrine.conform.changes import altered_changes, altered_counts, altered_quotes, changes, misquoted
+from doctrine.conform.changes import (
+    altered_changes,
+    altered_counts,
+    altered_quotes,
+    changes,
+    misquoted,
+)
 from doctrine.conform.check import check_summary
 from doctrine.conform.extract import source_messages
 from doctrine.conform.items import KeepItem
