@@ -62,6 +62,9 @@ DEFINITIONS: dict[str, str] = {
     "doctrine_tokens": "prompt tokens that were doctrine text: system-prompt rules, nudges, tool descriptions "
                        "(count, summed)",
     "malformed_calls": "model calls whose reply had a tool call that did not parse (count, summed)",
+    "cut_at_cap": "share of held-out replies that ran to the recipe's max_tokens (cut off; a cut call is malformed)",
+    "label_over_cap": "share of held-out decisions whose labelled reply is longer than max_tokens (it could not be "
+                      "written out: raise max_tokens)",
     "prefix_cache_hit_rate": "share of prompt tokens served from the engine's prefix cache",
     "decision_logprob": "teacher-forced log-probability (nats, summed over the first K tokens) the model gives the "
                         "labelled reply of a held-out decision; mean over decisions; higher is more likely",

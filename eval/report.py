@@ -69,7 +69,8 @@ HELD_OUT_COLS = ["cases", "balanced_acc", "compress_chosen", "compress_parsed", 
                  "false_recovery", "kind_correct", "decision_logprob",
                  "decision_margin", "decision_win", "tool_call_valid", "range_valid", "range_overlap",
                  "conformance_score",
-                 "conformance_passed", "kernel_errors", "kernel_warnings", "prompt_tokens", "doctrine_tokens", "malformed_calls", "prefix_cache_hit_rate"]
+                 "conformance_passed", "kernel_errors", "kernel_warnings", "prompt_tokens", "doctrine_tokens", "malformed_calls",
+                 "cut_at_cap", "label_over_cap", "prefix_cache_hit_rate"]
 COLUMNS = {"scripted": SCRIPTED_COLS, "marathon": MARATHON_COLS, "probes": PROBES_COLS, "held_out": HELD_OUT_COLS}
 SESSION_WORKLOADS = ("marathon", "scripted")  # replayed sessions: context series and per-arm bars
 # The results-at-a-glance table: (column, workload, metric); "calls" columns come from every call.

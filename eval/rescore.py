@@ -34,7 +34,7 @@ from plumbing.runs import (
 __all__ = ["RescoreError", "RescoreSummary", "rescore"]
 
 # Metrics of a held-out case that come from the model call, not from scoring its reply.
-_FROM_THE_CALL = ("prompt_tokens", "completion_tokens", "doctrine_tokens", "malformed_calls",
+_FROM_THE_CALL = ("prompt_tokens", "completion_tokens", "doctrine_tokens", "malformed_calls", "cut_at_cap", "label_over_cap",
                   "label_source_kind", "prefix_cache_hits", "prefix_cache_queries", "decision_scoring")
 
 

@@ -157,3 +157,15 @@ def _label_range(label):
 def test_graded_metrics_are_only_for_compress_labelled_rows(rows, doctrine):
     m, _ = _run(rows["refusal"], rows["refusal"]["messages"][-1], doctrine)
     assert not any(k in m for k in GRADED[:-1])
+
+
+def test_a_reply_cut_at_the_cap_and_a_label_over_it_are_counted(rows, doctrine):
+    row = next(r for k, r in rows.items() if r["meta"]["kind"] in ("emergency", "nudged_compress"))
+    label = row["messages"][-1]
+    fits = run_row(row, "base_slim", RunContext(OracleBackend(policy=lambda req: label), doctrine, max_tokens=4096))
+    assert fits["metrics"]["label_over_cap"] is False and fits["metrics"]["cut_at_cap"] is False
+    short = run_row(row, "base_slim", RunContext(OracleBackend(policy=lambda req: label), doctrine, max_tokens=16))
+    # The oracle writes the whole label: longer than 16 tokens, so the label is over the cap,
+    # and a reply of 16 tokens or more reached it.
+    assert short["metrics"]["label_over_cap"] is True
+    assert short["metrics"]["cut_at_cap"] is (short["metrics"]["completion_tokens"] >= 16)

@@ -621,6 +621,17 @@ def score_decision_reply(row: dict[str, Any], dec: Decision, comp: Any, doctrine
     return scores
 
 
+def reply_text(message: dict[str, Any]) -> str:
+    """A reply as the model writes it out: its text, then each call's name and arguments."""
+    parts = [message.get("content") or ""]
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        args = fn.get("arguments")
+        parts.append(json.dumps({"name": fn.get("name"), "arguments": args if isinstance(args, dict) else
+                                 json.loads(args) if isinstance(args, str) and args.strip().startswith("{") else args}))
+    return "\n".join(p for p in parts if p)
+
+
 def run_row(row: dict[str, Any], arm: str, ctx: RunContext, score_first_tokens: int = 0,
             train: TrainTargets | None = None) -> dict[str, Any]:
     meta = row["meta"]
@@ -639,7 +650,11 @@ def run_row(row: dict[str, Any], arm: str, ctx: RunContext, score_first_tokens: 
     rec["retained_tokens"] = comp.prompt_tokens
     metrics = {**scores, "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,
                "doctrine_tokens": doctrine_tokens, "malformed_calls": int(bool(comp.parse_errors)),
-               "label_source_kind": str(meta.get("kind"))}
+               "label_source_kind": str(meta.get("kind")),
+               # A reply cut at the cap is malformed whatever the model knew; a label longer than
+               # the cap could not have been written out at all (the recipe's max_tokens is short).
+               "cut_at_cap": bool(comp.completion_tokens and comp.completion_tokens >= req.max_tokens),
+               "label_over_cap": count(reply_text(dec.target)) > req.max_tokens}
     if score_first_tokens:
         metrics.update(score_decision(ctx.backend, req, dec.target, dec.task_tools, score_first_tokens))
     return {"workload": "held_out", "rerender": dec.notes, "calls": [rec], "metrics": metrics,
