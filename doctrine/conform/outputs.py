@@ -35,9 +35,10 @@ S_NOTE = 0.2  # a linter's note line (under min_salience: context, not a KEEP it
 # Where toolchains install what the project depends on: a frame or path there is not the project's
 # (Python site/dist-packages and stdlib, AWS Lambda's runtime and layers, node_modules, gems, the
 # Go module cache and stdlib, cargo's registry, the JDK).
-_LIB_PATH = re.compile(r"^<|site-packages|dist-packages|/lib/python\d|<frozen|node_modules|node:internal|^internal/|"
+LIB_PATH = re.compile(r"^<|site-packages|dist-packages|/lib/python\d|<frozen|node_modules|node:internal|^internal/|"
                        r"^/var/runtime/|^/var/lang/|^/opt/python/|/gems/|/go/pkg/mod/|/usr/local/go/src/|"
-                       r"/\.cargo/registry/|/usr/lib/jvm/")
+                       r"/\.cargo/registry/|/usr/lib/jvm/|/lib/std/")
+_LIB_PATH = LIB_PATH
 _EXC_NAME = (
     r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault|Timeout|Refused)"
     r"|Invalid\w+|StopIteration|KeyboardInterrupt)"

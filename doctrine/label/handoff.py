@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from doctrine.conform.outputs import LIB_PATH
 from doctrine.conform.patterns import find_path_lines
 from doctrine.kernel.messages import Message
 
@@ -48,7 +49,6 @@ _OPEN = re.compile(r"\b(?:still need to|still needs|not yet|todo|fixme|next:|nex
 _TODO = re.compile(r"\b(?:TODO|FIXME)\b[:(\s-]*(?P<body>[^\n]+)")
 _AGREE = re.compile(r"^(?:ok(?:ay)?|agreed|yes|sounds good|go ahead|do that|fine|great|thanks|perfect)\b", re.I)
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
-_LIBRARY = re.compile(r"site-packages|dist-packages|/lib/python\d|<frozen|<string>|node_modules|^<")
 _EXC = re.compile(r"^(?P<line>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault|"
                   r"Timeout)(?::\s.*)?)$")
 _PREFIXED = re.compile(r"^(?:E\s{2,}|ERROR:?\s|FATAL:?\s|fatal:\s|npm ERR!\s|error\s(?=TS\d))(?P<line>.+)$|"
@@ -56,7 +56,7 @@ _PREFIXED = re.compile(r"^(?:E\s{2,}|ERROR:?\s|FATAL:?\s|fatal:\s|npm ERR!\s|err
 _CLOCK = re.compile(r"^\d{1,2}:\d\d:\d\d(?:[.,]\d+)?\s+")
 _PYTEST_FAIL = re.compile(r"^(?:FAILED|ERROR) (?P<id>\S+::\S+)(?: - (?P<why>.+))?$")
 # Library and runtime files: not where a project's failure is (the checker's own list).
-_LIB_PATH = re.compile(r"^<|site-packages|dist-packages|/lib/python\d|<frozen|node_modules|node:internal|^internal/")
+_LIB_PATH = LIB_PATH  # the checker's reading of what is a library's, not the project's
 _TS = re.compile(r"^(?P<path>[^\s(:]+\.(?:tsx?|jsx?))(?:\((?P<l1>\d+),\d+\)|:(?P<l2>\d+):\d+)\s*[:-]?\s*"
                  r"error (?P<msg>TS\d+: .+)$")
 _JEST_FAIL = re.compile(r"^\s*● (?P<name>.+ › .+)$")
@@ -229,7 +229,7 @@ def _errors(out: str) -> tuple[list[str], str | None]:
             continue
         m = _FRAME.match(raw)
         if m:
-            if not _LIBRARY.search(m.group("path")):
+            if not _LIB_PATH.search(m.group("path")):
                 frames.append(f"{m.group('path')}:{m.group('line')}")
             continue
         if in_tb and raw[:1].strip() and _TB_EXC.match(s):
