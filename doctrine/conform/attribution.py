@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .patterns import CODE_SPAN as _CODE_SPAN
+
 __all__ = ["json_unescaped", "misattributed_quotes"]
 
 _CITE = re.compile(r"(?<![\w])m(\d{5})(?![\w\d])")
 _BLOCK = re.compile(r"(?<![\w])b\d+(?![\w\d])")
-_CODE_SPAN = re.compile(r"`[^`\n]+`")
 # Tool-call arguments are JSON text: their escapes are not what the command said.
 _ESCAPES = (("\\n", "\n"), ("\\t", "\t"), ('\\"', '"'), ("\\\\", "\\"))
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from .attribution import json_unescaped
+from .patterns import CODE_SPAN
 from .terms import norm_number
 
 __all__ = ["altered_changes", "altered_counts", "altered_quotes", "changes", "misquoted"]
@@ -99,9 +100,8 @@ _PROPOSES = re.compile(r"\b(?:next|propos\w*|will|would|should|could|suggest\w*|
 def _recorded_quotes(summary: str):
     """The backticked quotes of the summary's lines that record rather than propose."""
     for line in summary.split("\n"):
-        if not _PROPOSES.search(_CODE_SPAN.sub(" ", line)):
+        if not _PROPOSES.search(CODE_SPAN.sub(" ", line)):
             yield from _QUOTE.finditer(line)
-_CODE_SPAN = re.compile(r"`[^`\n]*`")
 _QUOTE_NUM = re.compile(r"\d+(?:[_,]\d+)*(?:\.\d+)?")
 
 

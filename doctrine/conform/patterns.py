@@ -32,6 +32,8 @@ _EXTS = (
     "zig ml mli hs lhs clj cljs cljc edn jl nix elm fs fsx groovy ps1 nim cr bzl bazel mk j2 jinja tpl "
     "vcl sbt cabal rebar mod sum tex"
 ).split()
+# A backticked span of one line (a quote, a command, a value).
+CODE_SPAN = re.compile(r"`[^`\n]+`")
 CONFIG_EXTS = {"json", "jsonc", "yaml", "yml", "toml", "ini", "cfg", "conf", "env", "properties"}
 _BARE_FILES = "Makefile|Dockerfile|Containerfile|Jenkinsfile|Procfile|Gemfile|Rakefile|Vagrantfile"
 

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 
 from .messages import SourceMessage
-from .patterns import content_words
+from .patterns import CODE_SPAN, content_words
 
 __all__ = ["PendingStep", "claimed_done", "pending_steps"]
 
@@ -53,7 +53,6 @@ _STILL = re.compile(
     r"once|until|should|asked|ask|if you|unless|open|yet)\b", re.I)
 _NOTHING_LEFT = re.compile(r"\b(?:nothing (?:is )?(?:open|left|pending|remaining)|no open (?:questions?|items?)|"
                            r"all (?:done|green|fixed)|fully (?:fixed|resolved))\b|(?:^|[.;]\s+)done(?:\.?$|[;,])", re.I)
-_CODE = re.compile(r"`[^`\n]*`")
 _GOAL = re.compile(r"^\W*(?:goal|task|user|request|asked|constraints?|rules?|cause|why)\b", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 
@@ -127,7 +126,7 @@ def claimed_done(summary: str, msgs: list[SourceMessage]) -> list[str]:
             continue
         # What the line itself says: quotes (an error that says "applied") and the user's goal
         # restated ("Goal: get api running after DB_PASSWORD was rotated") are no claims.
-        said = _CODE.sub(" ", body)
+        said = CODE_SPAN.sub(" ", body)
         if _GOAL.match(said) or _STILL.search(said):
             continue
         words = set(content_words(body))

@@ -109,8 +109,13 @@ def weigh_by_restatement(msgs: list[SourceMessage], c: Collector) -> None:
     for m in msgs:
         if m.kind != "tool-result":
             continue
+        later = [t for i, t in prose if i > m.index]
+        if not later:
+            continue
         for num in dict.fromkeys(norm_number(x) for x in _NUMBER.findall(m.text)):
-            if not _significant(num) or not restated(m.index, _token(num)):
+            # A substring test first: a long log prints thousands of numbers the prose never names.
+            if not _significant(num) or not any(num in t for t in later) \
+                    or not any(_token(num).search(t) for t in later):
                 continue
             said = True  # the prose picked this printed number, whichever item holds it
             if num in held:

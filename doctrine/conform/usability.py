@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from .attribution import json_unescaped
 from .changes import altered_changes, altered_counts, altered_quotes, misquoted
 from .items import KeepItem
+from .patterns import CODE_SPAN as _CODE_SPAN
 from .patterns import PATH, norm
 from .terms import norm_number
 
@@ -46,7 +47,6 @@ _HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*:?\s*$|__[^_]+__\s*$)")
 _SOURCE = re.compile(r"^[\s>*_`#-]*(?:Source|Topic):?", re.I)
 _BULLET = re.compile(r"^\s*(?:[-*•+>]|\d+[.)])\s+")
 _REF = re.compile(r"(?<![\w])[mMbB]\d{1,9}(?:\s*[-–]\s*[mMbB]?\d{1,9})?(?![\w])")
-_CODE_SPAN = re.compile(r"`[^`\n]+`")
 _PATH_RE = re.compile(PATH + r"(?::\d+(?:[:-]\d+)?)?")
 _LINE_N = re.compile(r"\blines?\s+\d+\b", re.I)
 _ERR_TYPE = re.compile(r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)\b|\bTS\d{3,5}\b|\bOOMKilled\b")
@@ -171,13 +171,15 @@ _IDENT_NUMBER = re.compile(r"(?<![\w-])([a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+|[a-z][
                            r"(?:\s*[:=]\s*|\s+)-?\d")
 
 
-def _setting_values(items: list[KeepItem], texts: list[str], summary: str = "") -> dict[str, list[str]]:
-    """Every value each setting key takes in the source, in order of appearance: the settings
-    the checker found, constants, and identifiers the summary gives a number."""
+def _setting_keys(items: list[KeepItem], texts: list[str]) -> set[str]:
+    """The settings the checker found, and constants assigned a number anywhere in the source
+    (``PHRASE_BOOST = 2.5``)."""
     keys = {it.fields["key"] for it in items if it.kind in ("setting", "restated") and "key" in it.fields}
-    keys |= {m.group(1) for m in _IDENT_NUMBER.finditer(summary)}
-    # Constants assigned a number anywhere in the source (PHRASE_BOOST = 2.5) are settings too.
-    keys |= {m.group(1) for t in texts for m in _CONST.finditer(t)}
+    return keys | {m.group(1) for t in texts for m in _CONST.finditer(t)}
+
+
+def _setting_values(keys: set[str], texts: list[str]) -> dict[str, list[str]]:
+    """Every value each key takes in the source, in order of appearance (keys with none left out)."""
     out: dict[str, list[str]] = {}
     for k in keys:
         pat = re.compile(r"(?<![\w-])" + re.escape(k) + r"(?![\w-])[^\n\d]{0,12}?(?P<v>-?\d+(?:[_,]\d{3})*(?:\.\d+)*)")
@@ -285,8 +287,10 @@ def check_usability(summary: str, source_texts: list[str], items: list[KeepItem]
     flat = _REF.sub(" ", norm_number(summary))
     # A backticked quote of a log or code line says what the source printed, not what holds now.
     unquoted = _CODE_SPAN.sub(" ", flat)
-    named = _setting_values(items, source_texts)
-    for k, vals in _setting_values(items, source_texts, summary).items():
+    named = _setting_keys(items, source_texts)
+    # Identifiers the summary gives a number are keys too, read where they stand (below).
+    keys = named | {m.group(1) for m in _IDENT_NUMBER.finditer(summary)}
+    for k, vals in _setting_values(keys, source_texts).items():
         said: list[str] = []
         # An identifier only the summary named is read where it stands with its number.
         gap = r"[^\n\d]{0,12}?" if k in named else r"(?:\s*[:=]\s*|\s+)"

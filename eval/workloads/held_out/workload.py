@@ -50,6 +50,7 @@ from eval.workloads.held_out.rows import load_rows
 from eval.workloads.nudges import rerender_context
 from plumbing.chat_backend import Request, reparsed
 from plumbing.recipe_loader import BaseConfig
+from plumbing.tool_format import format_assistant_text
 
 ARMS_SUPPORTED = ("doctrine", "base_slim", "distilled")
 KINDS = ("compress", "refuse", "recover", "ordinary")
@@ -621,17 +622,6 @@ def score_decision_reply(row: dict[str, Any], dec: Decision, comp: Any, doctrine
     return scores
 
 
-def reply_text(message: dict[str, Any]) -> str:
-    """A reply as the model writes it out: its text, then each call's name and arguments."""
-    parts = [message.get("content") or ""]
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function") or {}
-        args = fn.get("arguments")
-        parts.append(json.dumps({"name": fn.get("name"), "arguments": args if isinstance(args, dict) else
-                                 json.loads(args) if isinstance(args, str) and args.strip().startswith("{") else args}))
-    return "\n".join(p for p in parts if p)
-
-
 def run_row(row: dict[str, Any], arm: str, ctx: RunContext, score_first_tokens: int = 0,
             train: TrainTargets | None = None) -> dict[str, Any]:
     meta = row["meta"]
@@ -654,7 +644,7 @@ def run_row(row: dict[str, Any], arm: str, ctx: RunContext, score_first_tokens: 
                # A reply cut at the cap is malformed whatever the model knew; a label longer than
                # the cap could not have been written out at all (the recipe's max_tokens is short).
                "cut_at_cap": bool(comp.completion_tokens and comp.completion_tokens >= req.max_tokens),
-               "label_over_cap": count(reply_text(dec.target)) > req.max_tokens}
+               "label_over_cap": count(format_assistant_text(dec.target.get("content"), dec.target.get("tool_calls"))) > req.max_tokens}
     if score_first_tokens:
         metrics.update(score_decision(ctx.backend, req, dec.target, dec.task_tools, score_first_tokens))
     return {"workload": "held_out", "rerender": dec.notes, "calls": [rec], "metrics": metrics,
